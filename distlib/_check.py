@@ -1,0 +1,142 @@
+"""Argument checks shared by every public function.
+
+Each check names the argument and the range it accepts, so a reader who types
+``p=0`` into a cell learns what went wrong from the message alone.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+
+import numpy as np
+
+__all__ = [
+    "check_int",
+    "check_real",
+    "check_choice",
+    "check_array",
+]
+
+
+def _is_bool(value) -> bool:
+    return isinstance(value, (bool, np.bool_))
+
+
+def check_int(name: str, value, *, minimum: int | None = None, maximum: int | None = None) -> int:
+    """Return ``value`` as an ``int`` or raise naming ``name`` and its range.
+
+    Examples
+    --------
+    >>> check_int("p", 8, minimum=1)
+    8
+    >>> check_int("p", 0, minimum=1)
+    Traceback (most recent call last):
+    ...
+    ValueError: p must be an integer >= 1, got 0
+    """
+    if _is_bool(value) or not isinstance(value, numbers.Integral):
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        else:
+            raise TypeError(f"{name} must be an integer{_range_text(minimum, maximum)}, got {value!r}")
+    value = int(value)
+    if (minimum is not None and value < minimum) or (maximum is not None and value > maximum):
+        raise ValueError(f"{name} must be an integer{_range_text(minimum, maximum)}, got {value}")
+    return value
+
+
+def check_real(
+    name: str,
+    value,
+    *,
+    minimum: float | None = None,
+    maximum: float | None = None,
+    strict_min: bool = False,
+    strict_max: bool = False,
+) -> float:
+    """Return ``value`` as a finite ``float`` or raise naming ``name`` and its range.
+
+    ``strict_min`` excludes the minimum itself (for quantities such as a
+    bandwidth, which must be positive rather than merely non-negative).
+
+    Examples
+    --------
+    >>> check_real("bandwidth", 1e9, minimum=0, strict_min=True)
+    1000000000.0
+    >>> check_real("mfu", float("nan"), minimum=0, maximum=1)
+    Traceback (most recent call last):
+    ...
+    ValueError: mfu must be a finite number in [0, 1], got nan
+    """
+    if _is_bool(value) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a number{_interval_text(minimum, maximum, strict_min, strict_max)}, got {value!r}")
+    value = float(value)
+    bad = not math.isfinite(value)
+    if minimum is not None:
+        bad = bad or value < minimum or (strict_min and value == minimum)
+    if maximum is not None:
+        bad = bad or value > maximum or (strict_max and value == maximum)
+    if bad:
+        raise ValueError(
+            f"{name} must be a finite number{_interval_text(minimum, maximum, strict_min, strict_max)}, got {value!r}"
+        )
+    return value
+
+
+def check_choice(name: str, value, choices) -> str:
+    """Return ``value`` if it is one of ``choices``, else raise listing them.
+
+    Examples
+    --------
+    >>> check_choice("phase", "tree", ["ring", "tree"])
+    'tree'
+    """
+    choices = list(choices)
+    if value not in choices:
+        listed = ", ".join(repr(c) for c in choices)
+        raise ValueError(f"{name} must be one of {listed}; got {value!r}")
+    return value
+
+
+def check_array(name: str, value, *, ndim: int | None = None, finite: bool = False, minimum: float | None = None) -> np.ndarray:
+    """Return ``value`` as a numeric NumPy array or raise naming ``name``."""
+    try:
+        arr = np.asarray(value)
+    except Exception as exc:  # ragged lists and the like
+        raise ValueError(f"{name} must be an array of numbers: {exc}") from None
+    if arr.dtype == object or not (np.issubdtype(arr.dtype, np.number)):
+        raise TypeError(f"{name} must be an array of numbers, got dtype {arr.dtype}")
+    if ndim is not None and arr.ndim != ndim:
+        raise ValueError(f"{name} must be a {ndim}-D array, got shape {arr.shape}")
+    if finite and arr.size and not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name} must hold only finite numbers (no NaN or inf)")
+    if minimum is not None and arr.size and np.any(arr < minimum):
+        raise ValueError(f"{name} must hold numbers >= {minimum}, got min {arr.min()!r}")
+    return arr
+
+
+def _range_text(minimum, maximum) -> str:
+    if minimum is not None and maximum is not None:
+        return f" in [{minimum}, {maximum}]"
+    if minimum is not None:
+        return f" >= {minimum}"
+    if maximum is not None:
+        return f" <= {maximum}"
+    return ""
+
+
+def _interval_text(minimum, maximum, strict_min, strict_max) -> str:
+    if minimum is not None and maximum is not None:
+        left = "(" if strict_min else "["
+        right = ")" if strict_max else "]"
+        return f" in {left}{_num(minimum)}, {_num(maximum)}{right}"
+    if minimum is not None:
+        return f" {'>' if strict_min else '>='} {_num(minimum)}"
+    if maximum is not None:
+        return f" {'<' if strict_max else '<='} {_num(maximum)}"
+    return ""
+
+
+def _num(x) -> str:
+    return str(int(x)) if float(x).is_integer() else repr(x)

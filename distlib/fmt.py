@@ -1,0 +1,87 @@
+"""Numbers with units, formatted for prose and tables.
+
+Computations stay in SI base units (bytes, seconds, FLOP/s); these helpers
+only turn a result into text. Decimal prefixes throughout: 1 GB = 1e9 bytes.
+"""
+
+from __future__ import annotations
+
+import math
+
+__all__ = ["Text", "si", "fmt_bytes", "fmt_seconds", "fmt_rate", "fmt_flops"]
+
+_PREFIXES = [(1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"), (1.0, "")]
+
+
+class Text(str):
+    """A string whose repr is itself, so glued text shows without quotes.
+
+    >>> Text("1.75 GB")
+    1.75 GB
+    """
+
+    def __repr__(self) -> str:
+        return str(self)
+
+
+def si(value: float, unit: str, *, digits: int = 3) -> Text:
+    """``value`` with a decimal SI prefix and ``digits`` significant digits.
+
+    >>> si(1.75e9, "B")
+    1.75 GB
+    >>> si(0.0, "s")
+    0 s
+    """
+    if value == 0 or not math.isfinite(value):
+        return Text(f"{value:g} {unit}")
+    mag = abs(value)
+    if mag < 1:
+        for scale, prefix in [(1e-3, "m"), (1e-6, "µ"), (1e-9, "n")]:
+            if mag >= scale:
+                return Text(f"{value / scale:.{digits}g} {prefix}{unit}")
+        return Text(f"{value:.{digits}g} {unit}")
+    for scale, prefix in _PREFIXES:
+        if mag >= scale:
+            return Text(f"{value / scale:.{digits}g} {prefix}{unit}")
+    return Text(f"{value:.{digits}g} {unit}")
+
+
+def fmt_bytes(n_bytes: float, *, digits: int = 3) -> Text:
+    """Format with a decimal prefix.
+
+    >>> fmt_bytes(14e9)
+    14 GB
+    """
+    return si(n_bytes, "B", digits=digits)
+
+
+def fmt_seconds(seconds: float, *, digits: int = 3) -> Text:
+    """Seconds, switching to hours, days or years when they read better.
+
+    >>> fmt_seconds(0.245)
+    245 ms
+    >>> fmt_seconds(1.0e9)
+    31.7 years
+    """
+    for limit, name in [(365.25 * 86400, "years"), (86400, "days"), (3600, "hours")]:
+        if seconds >= 2 * limit:
+            return Text(f"{seconds / limit:.{digits}g} {name}")
+    return si(seconds, "s", digits=digits)
+
+
+def fmt_rate(bytes_per_second: float, *, digits: int = 3) -> Text:
+    """Format with a decimal prefix.
+
+    >>> fmt_rate(9e11)
+    900 GB/s
+    """
+    return si(bytes_per_second, "B/s", digits=digits)
+
+
+def fmt_flops(flops_per_second: float, *, digits: int = 3) -> Text:
+    """Format with a decimal prefix.
+
+    >>> fmt_flops(9.89e14)
+    989 TFLOP/s
+    """
+    return si(flops_per_second, "FLOP/s", digits=digits)
