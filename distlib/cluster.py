@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from ._check import check_int, check_real
 from .ring import ring_bytes_per_rank
 
-__all__ = ["StepTime", "cluster_step", "ring_allreduce_time"]
+__all__ = ["StepTime", "cluster_step", "ring_allreduce_time", "balance_tokens"]
 
 
 def ring_allreduce_time(n_bytes, p, *, bandwidth, alpha=0.0) -> float:
@@ -163,3 +163,24 @@ def cluster_step(
         compute_time=flops / achieved,
         comm_time=ring_allreduce_time(grad_bytes, p, bandwidth=link_bandwidth, alpha=alpha),
     )
+
+
+def balance_tokens(*, p, link_bandwidth, flops_per_gpu, mfu=0.4, bytes_per_value=2) -> float:
+    """Tokens per GPU per step at which compute time equals all-reduce time.
+
+    Setting ``6 N T / (F m) = 2 (p - 1) / p * b N / B`` (latency ignored)
+    gives ``T = F m / B * 2 (p - 1) / p * b / 6``. The parameter count ``N``
+    cancels: both sides grow with the model. Below this many tokens per GPU
+    the step is communication-bound, and no perfect overlap can hide it.
+
+    Examples
+    --------
+    >>> balance_tokens(p=2, link_bandwidth=1e9, flops_per_gpu=3e12, mfu=1.0, bytes_per_value=2)
+    1000.0
+    """
+    p = check_int("p", p, minimum=1)
+    link_bandwidth = check_real("link_bandwidth", link_bandwidth, minimum=0, strict_min=True)
+    flops_per_gpu = check_real("flops_per_gpu", flops_per_gpu, minimum=0, strict_min=True)
+    mfu = check_real("mfu", mfu, minimum=0, maximum=1, strict_min=True)
+    bytes_per_value = check_real("bytes_per_value", bytes_per_value, minimum=0, strict_min=True)
+    return flops_per_gpu * mfu / link_bandwidth * 2 * (p - 1) / p * bytes_per_value / 6

@@ -1,0 +1,222 @@
+"""Drawings of the ring all-reduce and of one cluster step.
+
+Every function draws on an axes it is given and returns what it drew; the
+widgets and the chapter call the same functions.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from matplotlib.collections import PatchCollection
+from matplotlib.patches import FancyArrowPatch, Rectangle
+
+from ..ring import REDUCE_SCATTER, RingTrace, ring_bytes_per_rank
+
+__all__ = [
+    "RingPicture",
+    "plot_ring_state",
+    "animate_ring",
+    "plot_ring_volume",
+    "plot_step_bars",
+    "plot_step_vs_p",
+    "PHASE_COLORS",
+]
+
+PHASE_COLORS = {REDUCE_SCATTER: "#d62728", "all-gather": "#1f77b4"}
+_RAD = -0.3  # curvature of the ring's arrows
+_DONE = np.array([0.17, 0.63, 0.17, 1.0])  # fully reduced chunk: green
+_EMPTY = np.array([1.0, 1.0, 1.0, 1.0])  # only the GPU's own data: white
+_LIGHT = np.array([1.0, 0.93, 0.75, 1.0])  # partial sums: amber, deeper as they fill
+_DEEP = np.array([0.9, 0.55, 0.05, 1.0])
+
+
+def _chunk_colors(counts: np.ndarray, p: int) -> np.ndarray:
+    """RGBA per chunk from how many ranks' data it includes."""
+    t = np.clip((counts - 1) / max(p - 1, 1), 0, 1)[:, None]
+    colors = _LIGHT + (_DEEP - _LIGHT) * t
+    colors[counts <= 1] = _EMPTY
+    colors[counts >= p] = _DONE
+    return colors
+
+
+class RingPicture:
+    """The ring drawn once, then moved from step to step cheaply.
+
+    Each GPU is a box of ``p`` cells, one per chunk: white while the chunk
+    holds only that GPU's own data, amber (deeper as it fills) while it holds
+    a partial sum, green once it holds the sum over all ranks. Arrows show the
+    chunks in flight during the step that comes next, coloured by phase.
+    """
+
+    def __init__(self, ax, trace: RingTrace, *, annotate: bool | None = None):
+        self.ax = ax
+        self.trace = trace
+        p = trace.p
+        self.p = p
+        self.n_frames = len(trace.steps) + 1
+        self._held = [trace.holdings(s).sum(axis=2) for s in range(self.n_frames)]
+        self.annotate = p <= 6 if annotate is None else annotate
+
+        ax.set_aspect("equal")
+        ax.axis("off")
+        ax.set_xlim(-1.45, 1.45)
+        ax.set_ylim(-1.45, 1.5)
+        angles = np.pi / 2 - 2 * np.pi * np.arange(p) / max(p, 1)
+        self.centers = np.stack([np.cos(angles), np.sin(angles)], axis=1) * (1.0 if p > 1 else 0.0)
+        cols = math.ceil(math.sqrt(p))
+        rows = math.ceil(p / cols)
+        box = min(0.55, 0.6 * 2 * np.pi / max(p, 3))
+        cell = box / cols
+        self.box = box
+        patches, self.cell_xy = [], []
+        for r in range(p):
+            cx, cy = self.centers[r]
+            x0, y0 = cx - box / 2, cy + rows * cell / 2
+            ax.text(cx, y0 + 0.02, f"GPU {r}", ha="center", va="bottom", fontsize=8 if p <= 8 else 7)
+            for c in range(p):
+                i, j = divmod(c, cols)
+                xy = (x0 + j * cell, y0 - (i + 1) * cell)
+                patches.append(Rectangle(xy, cell, cell))
+                self.cell_xy.append((xy[0] + cell / 2, xy[1] + cell / 2))
+        self.cells = PatchCollection(patches, edgecolor="0.3", linewidth=0.5)
+        ax.add_collection(self.cells)
+        self.labels = []
+        if self.annotate:
+            for x, y in self.cell_xy:
+                self.labels.append(ax.text(x, y, "", ha="center", va="center", fontsize=7))
+        self.arrows, self._tag_xy = [], []
+        for r in range(p if p > 1 else 0):
+            a, b = self.centers[r], self.centers[(r + 1) % p]
+            u = (b - a) / np.linalg.norm(b - a)
+            gap = 0.62 * box if p > 2 else 0.4 * box
+            start, end = a + gap * u, b - gap * u
+            d = end - start
+            # Midpoint of matplotlib's arc3 Bezier: where the chunk's tag sits.
+            self._tag_xy.append((start + end) / 2 + 0.5 * _RAD * np.array([d[1], -d[0]]))
+            a = FancyArrowPatch(
+                start, end, arrowstyle="-|>", mutation_scale=10,
+                connectionstyle=f"arc3,rad={_RAD}", shrinkA=0, shrinkB=0, linewidth=1.6,
+            )
+            ax.add_patch(a)
+            self.arrows.append(a)
+        self.tags = [ax.text(0, 0, "", ha="center", va="center", fontsize=7,
+                             bbox=dict(boxstyle="round,pad=0.15", fc="white", ec="0.5", lw=0.5))
+                     for _ in self.arrows]
+        self.title = ax.set_title("", fontsize=10)
+        # What changes from step to step (widgets redraw only these).
+        self.dynamic_artists = [self.cells, *self.labels, *self.arrows, *self.tags, self.title]
+        self.step = None
+        self.set_step(0)
+
+    def set_step(self, step: int):
+        """Show the state after ``step`` steps and the transfers of the next one."""
+        step = int(step)
+        if not 0 <= step < self.n_frames:
+            raise ValueError(f"step must be in [0, {self.n_frames - 1}], got {step}")
+        self.step = step
+        p = self.p
+        counts = self._held[step].reshape(-1)
+        self.cells.set_facecolor(_chunk_colors(counts, p))
+        for lab, k in zip(self.labels, counts):
+            lab.set_text(str(int(k)))
+        steps = self.trace.steps
+        if step < len(steps):
+            transfers = steps[step]
+            phase = transfers[0].phase
+            for a, tag, t in zip(self.arrows, self.tags, transfers):
+                a.set_visible(True)
+                a.set_color(PHASE_COLORS[t.phase])
+                tag.set_position(self._tag_xy[t.src])
+                tag.set_text(f"c{t.chunk}")
+                tag.set_visible(p <= 8)
+            self.title.set_text(f"step {step + 1} of {len(steps)}: {phase}")
+        else:
+            for a, tag in zip(self.arrows, self.tags):
+                a.set_visible(False)
+                tag.set_visible(False)
+            self.title.set_text("done: every GPU holds the full sum" if p > 1 else "one GPU: nothing to send")
+        return self
+
+
+def plot_ring_state(ax, trace: RingTrace, step: int = 0) -> RingPicture:
+    """Draw the ring of ``trace`` after ``step`` steps (see :class:`RingPicture`)."""
+    return RingPicture(ax, trace).set_step(step)
+
+
+def animate_ring(trace: RingTrace, *, figsize=(4.2, 4.2), dpi=80, interval=700):
+    """A matplotlib animation of every step of ``trace``, for ``to_jshtml``."""
+    from matplotlib.animation import FuncAnimation
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=figsize, dpi=dpi)
+    ax = fig.add_subplot()
+    pic = RingPicture(ax, trace)
+
+    def frame(i):
+        pic.set_step(i)
+        return []
+
+    return FuncAnimation(fig, frame, frames=pic.n_frames, interval=interval, blit=False)
+
+
+def plot_ring_volume(ax, *, p_max: int = 64, n_bytes: float = 1.0, mark=(2, 8, 64)):
+    """Per-rank bytes sent, ``2 (p - 1) / p`` of the buffer, against ``p``."""
+    ps = np.arange(1, p_max + 1)
+    vol = np.array([ring_bytes_per_rank(n_bytes, p) for p in ps])
+    (line,) = ax.plot(ps, vol / n_bytes, marker="o", markersize=3, label="ring: 2(p-1)/p")
+    ax.axhline(2.0, color="0.4", linestyle="--", linewidth=1, label="limit: 2 (never reached)")
+    for p in mark:
+        if p <= p_max:
+            v = ring_bytes_per_rank(1.0, p)
+            ax.annotate(f"p={p}: {v:.3f}", (p, v), textcoords="offset points", xytext=(6, -14), fontsize=8)
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("GPUs in the ring, p")
+    ax.set_ylabel("bytes sent per GPU / buffer size")
+    ax.set_ylim(0, 2.2)
+    ax.legend(loc="lower right", fontsize=8)
+    return line
+
+
+def plot_step_bars(ax, step) -> list:
+    """Compute and all-reduce time of one step, without and with perfect overlap.
+
+    ``step`` is a :class:`distlib.cluster.StepTime`.
+    """
+    comp, comm = step.compute_time, step.comm_time
+    scale, unit = (1e3, "ms") if max(comp, comm) < 1 else (1.0, "s")
+    bars = []
+    y = [1, 0]
+    bars.append(ax.barh(y[0], comp * scale, color="#2ca02c", label="compute"))
+    bars.append(ax.barh(y[0], comm * scale, left=comp * scale, color="#d62728", label="all-reduce"))
+    bars.append(ax.barh(y[1], comp * scale, color="#2ca02c", alpha=0.8))
+    bars.append(ax.barh(y[1], comm * scale, color="#d62728", alpha=0.45, hatch="//"))
+    ax.set_yticks(y, ["no overlap", "perfect overlap"])
+    ax.set_xlabel(f"time per step ({unit})")
+    ax.legend(loc="lower right", fontsize=8)
+    verdict = "communication-bound" if step.communication_bound else "compute-bound"
+    ax.set_title(f"{verdict}: utilisation {step.utilization_no_overlap:.0%} "
+                 f"(no overlap), {step.utilization_overlap:.0%} (overlap)", fontsize=9)
+    return bars
+
+
+def plot_step_vs_p(ax, steps) -> list:
+    """Compute and all-reduce time per step against the number of GPUs.
+
+    ``steps`` is a sequence of :class:`distlib.cluster.StepTime` with the same
+    model and tokens per GPU and growing ``p`` (weak scaling).
+    """
+    ps = [s.p for s in steps]
+    comp = np.array([s.compute_time for s in steps])
+    comm = np.array([s.comm_time for s in steps])
+    lines = ax.plot(ps, comp, "o-", color="#2ca02c", label="compute")
+    lines += ax.plot(ps, comm, "s-", color="#d62728", label="ring all-reduce")
+    ax.fill_between(ps, 0, max(comp.max(), comm.max()) * 1.1, where=comm > comp, color="#d62728",
+                    alpha=0.08, label="communication-bound")
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("GPUs, p (same tokens per GPU)")
+    ax.set_ylabel("seconds per step")
+    ax.set_ylim(0, max(comp.max(), comm.max()) * 1.1)
+    ax.legend(fontsize=8, loc="lower right")
+    return lines

@@ -1,0 +1,173 @@
+"""Chapter 1's widgets: the ring animated step by step, and the cluster calculator."""
+
+from __future__ import annotations
+
+import html
+
+import ipywidgets as w
+import numpy as np
+
+from ..cluster import StepTime, cluster_step
+from ..fmt import fmt_bytes, fmt_rate, fmt_seconds, fmt_flops
+from ..plots.ring import PHASE_COLORS, RingPicture, plot_step_bars
+from ..ring import RingTrace, simulate_ring_allreduce
+from ._base import FigureImage, label_style
+
+__all__ = ["RingWidget", "ClusterWidget"]
+
+P_MIN, P_MAX = 2, 12
+ELEMENTS_PER_CHUNK = 4
+ITEMSIZE = 4  # float32
+
+
+class RingWidget(w.VBox):
+    """Sliders for the number of GPUs and the step, a Play button, the ring.
+
+    ``trace`` holds the simulated all-reduce for the current ``p``; ``step``
+    the frame shown (0 = before the first step, ``2 (p - 1)`` = done).
+    """
+
+    def __init__(self, p: int = 4, *, step: int = 0, interval_ms: int = 900):
+        if not P_MIN <= int(p) <= P_MAX:
+            raise ValueError(f"p must be an integer in [{P_MIN}, {P_MAX}], got {p}")
+        self.p_slider = w.IntSlider(value=int(p), min=P_MIN, max=P_MAX, description="GPUs (p)",
+                                    continuous_update=False, style=label_style())
+        n_steps = 2 * (int(p) - 1)
+        self.step_slider = w.IntSlider(value=0, min=0, max=n_steps, description="step",
+                                       style=label_style())
+        self.play = w.Play(value=0, min=0, max=n_steps, step=1, interval=interval_ms,
+                           description="Play the ring")
+        w.jslink((self.play, "value"), (self.step_slider, "value"))
+        self.fig = FigureImage(figsize=(4.6, 4.6), dpi=80)
+        self.caption = w.HTML()
+        self.trace: RingTrace | None = None
+        self.picture: RingPicture | None = None
+        self._rebuild()
+        self.step_slider.value = int(step)
+        self._show()
+        self.p_slider.observe(self._on_p, names="value")
+        self.step_slider.observe(self._on_step, names="value")
+        legend = w.HTML(
+            "<small>cells: one per chunk; "
+            "<span style='background:#fff;border:1px solid #888'>&nbsp;own data&nbsp;</span> "
+            "<span style='background:#f7c873'>&nbsp;partial sum&nbsp;</span> "
+            "<span style='background:#2ca02c;color:#fff'>&nbsp;full sum&nbsp;</span>; "
+            f"arrows: chunks in flight, <span style='color:{PHASE_COLORS['reduce-scatter']}'>reduce-scatter</span> "
+            f"then <span style='color:{PHASE_COLORS['all-gather']}'>all-gather</span></small>"
+        )
+        super().__init__([w.HBox([self.play, self.step_slider]), self.p_slider, self.fig.image, legend,
+                          self.caption])
+
+    @property
+    def p(self) -> int:
+        return self.p_slider.value
+
+    @property
+    def step(self) -> int:
+        return self.step_slider.value
+
+    def _rebuild(self):
+        p = self.p_slider.value
+        n = p * ELEMENTS_PER_CHUNK
+        buffers = np.repeat(np.arange(1, p + 1, dtype=np.float32)[:, None], n, axis=1)
+        self.trace = simulate_ring_allreduce(buffers)
+        self.fig.invalidate()
+        self.fig.ax.clear()
+        self.picture = RingPicture(self.fig.ax, self.trace)
+        self.fig.set_animated(self.picture.dynamic_artists)
+        n_steps = len(self.trace.steps)
+        if self.step_slider.value > n_steps:
+            self.step_slider.value = n_steps
+        self.step_slider.max = n_steps
+        self.play.max = n_steps
+
+    def _on_p(self, change):
+        self._rebuild()
+        self._show()
+
+    def _on_step(self, change):
+        self._show()
+
+    def _show(self):
+        step = self.step_slider.value
+        self.picture.set_step(step)
+        self.fig.render()
+        sent = np.zeros(self.p, dtype=np.int64)
+        for transfers in self.trace.steps[:step]:
+            for t in transfers:
+                sent[t.src] += t.n_bytes
+        n_bytes = self.trace.result.shape[1] * ITEMSIZE
+        self.caption.value = (
+            f"<small>buffer per GPU: {n_bytes} B in {self.p} chunks; bytes each GPU has sent so far: "
+            f"{html.escape(', '.join(str(int(b)) for b in sent))} "
+            f"(at the end: 2(p-1)/p x {n_bytes} = {2 * (self.p - 1) * n_bytes // self.p} B)</small>"
+        )
+
+
+class ClusterWidget(w.VBox):
+    """The cluster calculator: one data-parallel step, compute vs all-reduce.
+
+    ``result`` holds the current :class:`distlib.cluster.StepTime`.
+    """
+
+    def __init__(self, *, p=8, params=7e9, bytes_per_value=2, link_gb_per_s=50.0,
+                 tflops=989.0, mfu=0.4, tokens_per_gpu=4096):
+        style = label_style()
+        layout = w.Layout(width="420px")
+        self.p_slider = w.FloatLogSlider(value=p, base=2, min=1, max=14, step=1, description="GPUs (p)",
+                                         readout_format=".0f", style=style, layout=layout)
+        self.params_slider = w.FloatLogSlider(value=params, base=10, min=8, max=12, step=0.05,
+                                              description="parameters", readout_format=".3g",
+                                              style=style, layout=layout)
+        self.dtype_buttons = w.ToggleButtons(options=[("bf16 gradients", 2), ("fp32 gradients", 4)],
+                                             value=bytes_per_value)
+        self.link_slider = w.FloatLogSlider(value=link_gb_per_s, base=10, min=0, max=3, step=0.05,
+                                            description="link GB/s (one direction)", readout_format=".3g",
+                                            style=style, layout=layout)
+        self.tflops_slider = w.FloatLogSlider(value=tflops, base=10, min=1, max=4, step=0.05,
+                                              description="peak dense TFLOP/s per GPU", readout_format=".4g",
+                                              style=style, layout=layout)
+        self.mfu_slider = w.FloatSlider(value=mfu, min=0.05, max=1.0, step=0.01, description="MFU",
+                                        readout_format=".2f", style=style, layout=layout)
+        self.tokens_slider = w.FloatLogSlider(value=tokens_per_gpu, base=2, min=9, max=20, step=1,
+                                              description="tokens per GPU per step", readout_format=".0f",
+                                              style=style, layout=layout)
+        self.controls = [self.p_slider, self.params_slider, self.dtype_buttons, self.link_slider,
+                         self.tflops_slider, self.mfu_slider, self.tokens_slider]
+        self.fig = FigureImage(figsize=(5.6, 2.4), dpi=80)
+        self.summary = w.HTML()
+        self.result: StepTime | None = None
+        self.update()
+        for c in self.controls:
+            c.observe(lambda change: self.update(), names="value")
+        super().__init__([w.VBox(self.controls), self.fig.image, self.summary])
+
+    def compute(self) -> StepTime:
+        return cluster_step(
+            p=int(round(self.p_slider.value)),
+            params=self.params_slider.value,
+            bytes_per_value=self.dtype_buttons.value,
+            link_bandwidth=self.link_slider.value * 1e9,
+            flops_per_gpu=self.tflops_slider.value * 1e12,
+            mfu=self.mfu_slider.value,
+            tokens_per_gpu=int(round(self.tokens_slider.value)),
+        )
+
+    def update(self):
+        self.result = s = self.compute()
+        self.fig.ax.clear()
+        plot_step_bars(self.fig.ax, s)
+        self.fig.figure.tight_layout()
+        self.fig.render()
+        verdict = ("<b style='color:#d62728'>communication-bound</b>: the all-reduce outlasts the compute, "
+                   "so even perfect overlap leaves the GPUs waiting"
+                   if s.communication_bound else
+                   "<b style='color:#2ca02c'>compute-bound</b>: perfect overlap could hide the all-reduce")
+        self.summary.value = (
+            f"compute {fmt_seconds(s.compute_time)} ({fmt_flops(s.achieved_flops)} achieved per GPU) &middot; "
+            f"all-reduce {fmt_seconds(s.comm_time)} ({fmt_bytes(s.bytes_sent_per_gpu)} sent per GPU of a "
+            f"{fmt_bytes(s.grad_bytes)} gradient over {fmt_rate(self.link_slider.value * 1e9)} links)<br>"
+            f"GPU busy {s.utilization_no_overlap:.0%} of the step without overlap, "
+            f"{s.utilization_overlap:.0%} with perfect overlap &middot; {verdict}"
+        )
+        return s

@@ -1,0 +1,57 @@
+"""Shared fixtures: one clean book build per test session, served on 127.0.0.1."""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import os
+import shutil
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="session")
+def book_build(tmp_path_factory):
+    """Build the book from a clean output folder, warnings as errors.
+
+    Yields (returncode, log, html_dir). Set DISTBOOK_HTML to reuse a build
+    already made (e.g. by scripts/build_book.sh) while working on page tests.
+    """
+    reuse = os.environ.get("DISTBOOK_HTML")
+    if reuse:
+        yield 0, "(reused)", Path(reuse)
+        return
+    out = tmp_path_factory.mktemp("book")
+    jb = Path(sys.executable).with_name("jupyter-book")
+    proc = subprocess.run(
+        [str(jb), "build", str(ROOT), "--path-output", str(out), "-W", "-n", "--keep-going"],
+        capture_output=True, text=True, timeout=1500, cwd=ROOT,
+        env={**os.environ, "MPLBACKEND": "Agg"},
+    )
+    yield proc.returncode, proc.stdout + proc.stderr, out / "_build" / "html"
+    shutil.rmtree(out, ignore_errors=True)
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture(scope="session")
+def book_server(book_build):
+    """Serve the built book on 127.0.0.1 (only) on a free port."""
+    code, log, html = book_build
+    if code != 0:
+        pytest.fail("the book did not build:\n" + log[-4000:])
+    handler = functools.partial(_QuietHandler, directory=str(html))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}", html
+    server.shutdown()

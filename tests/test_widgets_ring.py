@@ -1,0 +1,68 @@
+"""Chapter 1's widgets, driven headless: set a control, check the model moved."""
+
+import numpy as np
+import pytest
+
+pytest.importorskip("ipywidgets")
+
+from distlib.widgets.ring import ClusterWidget, RingWidget  # noqa: E402
+
+
+def test_ring_widget_step_slider_moves_the_picture():
+    wdg = RingWidget(p=4)
+    first = wdg.fig.image.value
+    assert wdg.step_slider.max == 6 and wdg.play.max == 6
+    wdg.step_slider.value = 3
+    assert wdg.picture.step == 3
+    assert wdg.fig.image.value != first
+    # after 3 reduce-scatter steps every GPU owns one finished chunk
+    held = wdg.trace.holdings(3).sum(axis=2)
+    assert sorted((held == 4).sum(axis=1).tolist()) == [1, 1, 1, 1]
+
+
+def test_ring_widget_p_slider_resimulates_and_clamps_step():
+    wdg = RingWidget(p=6)
+    wdg.step_slider.value = 10
+    wdg.p_slider.value = 3
+    assert wdg.trace.p == 3
+    assert wdg.step_slider.max == 4 and wdg.play.max == 4
+    assert wdg.step_slider.value == 4 and wdg.picture.step == 4
+    np.testing.assert_array_equal(wdg.trace.result[0], wdg.trace.result[2])
+
+
+def test_ring_widget_caption_counts_bytes_sent():
+    wdg = RingWidget(p=4)
+    wdg.step_slider.value = 6
+    # 16 float32 values = 64 B; each GPU sent 2 * 3/4 * 64 = 96 B
+    assert "96, 96, 96, 96" in wdg.caption.value
+
+
+def test_ring_widget_only_offers_valid_ranges():
+    wdg = RingWidget(p=4)
+    assert wdg.p_slider.min >= 2 and wdg.step_slider.min == 0
+    with pytest.raises(ValueError, match="p must be an integer in"):
+        RingWidget(p=1)
+
+
+def test_cluster_widget_recomputes_on_each_control():
+    wdg = ClusterWidget(p=8, params=7e9, link_gb_per_s=50, tflops=989, mfu=0.4, tokens_per_gpu=4096)
+    before = wdg.result
+    png = wdg.fig.image.value
+    wdg.link_slider.value = 1.0  # 1 GB/s
+    assert wdg.result.comm_time == pytest.approx(before.comm_time * 50, rel=1e-9)
+    assert wdg.result.communication_bound
+    assert "communication-bound" in wdg.summary.value
+    assert wdg.fig.image.value != png
+    wdg.dtype_buttons.value = 4
+    assert wdg.result.grad_bytes == pytest.approx(4 * 7e9)
+    wdg.p_slider.value = 1024
+    assert wdg.result.p == 1024
+    wdg.mfu_slider.value = 0.8
+    assert wdg.result.achieved_flops == pytest.approx(0.8 * 989e12)
+
+
+def test_cluster_widget_sliders_cannot_reach_invalid_values():
+    wdg = ClusterWidget()
+    assert wdg.mfu_slider.min > 0 and wdg.mfu_slider.max <= 1
+    wdg.mfu_slider.value = 5  # ipywidgets clamps to the slider's range
+    assert wdg.result.achieved_flops <= wdg.tflops_slider.value * 1e12
