@@ -1,0 +1,279 @@
+"""Drawings of communication hiding: the step as a Gantt chart, and bucket sweeps.
+
+Every function draws on an axes it is given and returns what it drew; the
+widget, the animation and the chapter call the same functions.
+"""
+
+from __future__ import annotations
+
+import matplotlib
+import numpy as np
+from matplotlib.collections import PolyCollection
+from matplotlib.font_manager import FontProperties
+from matplotlib.patches import Rectangle
+from matplotlib.ticker import FuncFormatter, MaxNLocator
+
+from ..fmt import fmt_bytes
+from ..overlap import BucketSweep, OverlapTimeline
+
+__all__ = ["TimelinePicture", "plot_timeline", "plot_bucket_sweep", "animate_timeline", "time_unit", "COLORS"]
+
+COLORS = {
+    "forward": "#9e9e9e",
+    "backward": ("#4c72b0", "#7a98cf"),  # alternate shades so adjacent layers stay apart
+    "comm": ("#dd8452", "#f2b48a"),
+    "exposed": "#d62728",
+}
+_ROW_Y = {"compute": 1.0, "comm": 0.0}
+_HEIGHT = 0.6
+
+
+def time_unit(seconds: float) -> tuple:
+    """``(scale, unit)`` that shows ``seconds`` as a number between 1 and 1000."""
+    if seconds >= 1:
+        return 1.0, "s"
+    if seconds >= 1e-3:
+        return 1e3, "ms"
+    return 1e6, "µs"
+
+
+def _timeline(result) -> OverlapTimeline:
+    """Accept an :class:`OverlapTimeline` or anything holding one in ``.timeline``."""
+    tl = getattr(result, "timeline", result)
+    if not isinstance(tl, OverlapTimeline):
+        raise TypeError(f"timeline must be an OverlapTimeline or a DDPStep, got {type(result).__name__}")
+    return tl
+
+
+def _rows(tl: OverlapTimeline):
+    """Per row: starts, ends and face colours of the bars, in seconds."""
+    compute_s, compute_e, compute_c = [], [], []
+    comm_s, comm_e, comm_c = [], [], []
+    for ev in tl.events:
+        if ev.kind == "comm":
+            comm_s.append(ev.start)
+            comm_e.append(ev.end)
+            comm_c.append(COLORS["comm"][ev.index % 2])
+        else:
+            compute_s.append(ev.start)
+            compute_e.append(ev.end)
+            compute_c.append(COLORS["forward"] if ev.kind == "forward" else COLORS["backward"][ev.index % 2])
+    return {
+        "compute": (np.array(compute_s), np.array(compute_e), compute_c),
+        "comm": (np.array(comm_s), np.array(comm_e), comm_c),
+    }
+
+
+def _verts(starts, ends, y, scale, until=None):
+    if until is not None:
+        ends = np.minimum(ends, until)
+        starts = np.minimum(starts, until)
+    y0, y1 = y - _HEIGHT / 2, y + _HEIGHT / 2
+    return [[(s * scale, y0), (s * scale, y1), (e * scale, y1), (e * scale, y0)]
+            for s, e in zip(starts.tolist(), ends.tolist())]
+
+
+class TimelinePicture:
+    """A Gantt chart of one step, drawn once and then updated in place.
+
+    ``fast_ticks=True`` draws the time axis's ticks and labels as separate
+    artists (listed in :attr:`animated`), so that a widget can cache
+    everything else and redraw only what changes (Agg blitting) even when
+    the time axis rescales.
+    """
+
+    def __init__(self, ax, *, fast_ticks=False, title=True, ready_marks=True, max_ticks=6):
+        self.ax = ax
+        self.fast_ticks = fast_ticks
+        self.show_title = title
+        self.ready_marks = ready_marks
+        self._locator = MaxNLocator(nbins=max_ticks)
+        self.scale, self.unit = 1.0, "s"
+        self.collections = {}
+        for row in ("compute", "comm"):
+            coll = PolyCollection([], edgecolors="white", linewidths=0.6)
+            ax.add_collection(coll)
+            self.collections[row] = coll
+        self.exposed = Rectangle((0, -0.5), 0, 2.0, facecolor=COLORS["exposed"], alpha=0.15,
+                                 edgecolor=COLORS["exposed"], hatch="//", linewidth=0.8, zorder=0)
+        ax.add_patch(self.exposed)
+        (self.ready,) = ax.plot([], [], "v", color="0.25", markersize=3.5, linestyle="none")
+        self.ready.set_visible(ready_marks)
+        self.now = ax.axvline(0.0, color="0.2", linewidth=1.0, visible=False)
+        self.title = ax.set_title("", fontsize=9)
+        ax.set_ylim(-0.5, 1.5)
+        ax.set_yticks([_ROW_Y["compute"], _ROW_Y["comm"]], ["compute", "all-reduce"])
+        for side in ("top", "right"):
+            ax.spines[side].set_visible(False)
+        self.tick_marks = self.tick_labels = None
+        if fast_ticks:
+            ax.set_xticks([])
+            trans = ax.get_xaxis_transform()
+            size = matplotlib.rcParams["xtick.labelsize"]
+            (self.tick_marks,) = ax.plot([], [], marker=3, color="black", markersize=3.5, linestyle="none",
+                                         transform=trans, clip_on=False)
+            self.tick_labels = [ax.text(0, -0.06, "", transform=trans, ha="center", va="top", fontsize=size,
+                                        visible=False) for _ in range(max_ticks + 3)]
+            # keep room for the labels: the x label is placed as if the axis had ticks
+            ax.xaxis.labelpad = 4 + 1.4 * FontProperties(size=size).get_size_in_points()
+
+    @property
+    def animated(self) -> list:
+        """The artists :meth:`set_timeline` changes with the data.
+
+        Not included: the x-axis label, which changes only with the time
+        unit (compare :attr:`unit` before and after an update), and the
+        title when ``title=False``.
+        """
+        out = [*self.collections.values(), self.exposed, self.ready, self.now]
+        if self.show_title:
+            out.append(self.title)
+        if self.fast_ticks:
+            out += [self.tick_marks, *self.tick_labels]
+        return out
+
+    def artists(self) -> dict:
+        return {"compute": self.collections["compute"], "comm": self.collections["comm"],
+                "exposed": self.exposed, "ready": self.ready, "now": self.now, "title": self.title,
+                "scale": self.scale}
+
+    def set_timeline(self, timeline, *, until=None, xmax=None) -> "TimelinePicture":
+        """Show ``timeline`` (up to time ``until``, seconds, if given) on a time axis to ``xmax``."""
+        tl = _timeline(timeline)
+        end = tl.iteration_time if xmax is None else float(xmax)
+        self.scale, self.unit = scale, unit = time_unit(max(end, 1e-12))
+        for row, (s, e, colors) in _rows(tl).items():
+            coll = self.collections[row]
+            coll.set_verts(_verts(s, e, _ROW_Y[row], scale, until))
+            coll.set_facecolors(colors)
+        lo, hi = tl.exposed_interval
+        shown_hi = hi if until is None else min(hi, max(until, lo))
+        self.exposed.set_x(lo * scale)
+        self.exposed.set_width((shown_hi - lo) * scale)
+        ready = tl.ready if until is None else tl.ready[tl.ready <= until]
+        self.ready.set_data(ready * scale, np.full(len(ready), _ROW_Y["comm"] + _HEIGHT / 2 + 0.08))
+        if until is not None:
+            self.now.set_xdata([until * scale, until * scale])
+        self.now.set_visible(until is not None)
+        right = end * scale * 1.02 if end > 0 else 1.0
+        self.ax.set_xlim(0, right)
+        label = f"time in the step ({unit})"
+        if self.ax.get_xlabel() != label:
+            self.ax.set_xlabel(label)
+        if self.fast_ticks:
+            ticks = [t for t in self._locator.tick_values(0, end * scale) if 0 <= t <= right]
+            self.tick_marks.set_data(ticks, np.zeros(len(ticks)))
+            for text, t in zip(self.tick_labels, ticks):
+                text.set_x(t)
+                text.set_text(f"{t:g}")
+                text.set_visible(True)
+            for text in self.tick_labels[len(ticks):]:
+                text.set_visible(False)
+        if not self.show_title:
+            self.title.set_text("")
+        elif until is None:
+            self.title.set_text(
+                f"step {tl.iteration_time * scale:.3g} {unit}, exposed comm {tl.exposed_comm * scale:.3g} {unit}, "
+                f"{tl.speedup:.2f}x vs no overlap")
+        else:
+            so_far = max(min(hi, until) - lo, 0.0) * scale
+            self.title.set_text(f"t = {until * scale:.3g} {unit}"
+                                + (f", exposed so far {so_far:.3g} {unit}" if until > lo else ""))
+        return self
+
+
+def plot_timeline(ax, timeline, *, until=None, xmax=None, title=True, ready_marks=True) -> dict:
+    """Gantt chart of one step: compute row above, all-reduce row below.
+
+    The exposed communication (after the backward pass, while the GPU
+    waits) is shaded red. Small triangles on the communication row mark
+    when each message became ready, so a queue shows as a gap between a
+    triangle and its bar.
+
+    Parameters
+    ----------
+    ax : matplotlib Axes
+    timeline : OverlapTimeline or DDPStep
+    until : float, optional
+        Draw only what has happened by this time (seconds), with a line at
+        that time; used by :func:`animate_timeline`.
+    xmax : float, optional
+        Right end of the time axis, seconds (default: the end of the step).
+        Pass ``no_overlap_time`` to compare schedules on one scale.
+    title : bool
+        Put the headline numbers in the axes title.
+    ready_marks : bool
+        Mark ready times on the communication row.
+
+    Returns
+    -------
+    dict
+        The artists: ``"compute"``, ``"comm"`` (PolyCollections, one bar
+        per layer or message, in display units), ``"exposed"`` (Rectangle),
+        ``"ready"``, ``"now"`` (Line2D), ``"title"``, and ``"scale"``, the
+        factor from seconds to the axis unit.
+    """
+    pic = TimelinePicture(ax, title=title, ready_marks=ready_marks)
+    pic.set_timeline(timeline, until=until, xmax=xmax)
+    return pic.artists()
+
+
+def plot_bucket_sweep(ax, sweep: BucketSweep, *, mark_best=True) -> dict:
+    """Step time against bucket capacity, with the compute floor and one bucket.
+
+    Returns the artists: ``"time"`` (the step-time line), ``"floor"``,
+    ``"one_bucket"`` and ``"best"`` (None when ``mark_best`` is False).
+    """
+    if not isinstance(sweep, BucketSweep):
+        raise TypeError(f"sweep must be a BucketSweep, got {type(sweep).__name__}")
+    scale, unit = time_unit(max(sweep.one_bucket_time, float(np.max(sweep.iteration_time))))
+    (line,) = ax.plot(sweep.bucket_bytes, sweep.iteration_time * scale, marker="o", markersize=3,
+                      color="#4c72b0", label="step time (DDP buckets)")
+    floor = ax.axhline(sweep.compute_time * scale, color="#2ca02c", linestyle="--", linewidth=1,
+                       label="compute only, F + B")
+    one = ax.axhline(sweep.one_bucket_time * scale, color="#d62728", linestyle=":", linewidth=1.2,
+                     label="one all-reduce after backward")
+    best = None
+    if mark_best:
+        (best,) = ax.plot([sweep.best_bucket_bytes], [sweep.best_time * scale], "o", color="#d62728",
+                          markersize=7, markerfacecolor="none")
+        ax.annotate(f"best {fmt_bytes(sweep.best_bucket_bytes)}", (sweep.best_bucket_bytes, sweep.best_time * scale),
+                    textcoords="offset points", xytext=(6, 8), fontsize=8)
+    ax.set_xscale("log")
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: str(fmt_bytes(x))))
+    ax.set_xlabel("bucket capacity (bytes)")
+    ax.set_ylabel(f"step time ({unit})")
+    lo = sweep.compute_time * scale
+    ax.set_ylim(bottom=min(lo * 0.9, float(np.min(sweep.iteration_time)) * scale * 0.9))
+    ax.legend(loc="best", fontsize=8)
+    return {"time": line, "floor": floor, "one_bucket": one, "best": best}
+
+
+def animate_timeline(timeline, *, frames=20, figsize=(5.6, 1.9), dpi=72, interval=150):
+    """An animation of the step filling in over time, for ``HTML(anim.to_jshtml())``.
+
+    A vertical line sweeps from the start to the end of the step; bars grow
+    behind it. ``frames`` is at most 30, so the embedded HTML stays small
+    (about 10 kB per frame at the default size).
+    """
+    from matplotlib.animation import FuncAnimation
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    from .._check import check_int
+
+    frames = check_int("frames", frames, minimum=2, maximum=30)
+    tl = _timeline(timeline)
+    fig = Figure(figsize=figsize, dpi=dpi)
+    FigureCanvasAgg(fig)
+    ax = fig.add_subplot()
+    pic = TimelinePicture(ax)
+    fig.subplots_adjust(left=0.16, right=0.98, bottom=0.27, top=0.86)
+    times = np.linspace(0.0, tl.iteration_time, frames)
+
+    def frame(k):
+        pic.set_timeline(tl, until=float(times[k]))
+        return []
+
+    frame(0)
+    return FuncAnimation(fig, frame, frames=frames, interval=interval, blit=False)

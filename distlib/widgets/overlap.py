@@ -1,0 +1,118 @@
+"""The communication-hiding widget: one DDP step as a Gantt chart you can tune.
+
+Sliders set the model (layers, backward time per layer, gradient bytes and how
+they are spread over the layers), DDP's bucket capacity and the link (alpha,
+bandwidth, p). The picture is :func:`distlib.plots.overlap.plot_timeline` of
+:func:`distlib.overlap.ddp_step`; the summary quotes exposed communication and
+the speedup over "compute, then communicate".
+"""
+
+from __future__ import annotations
+
+import ipywidgets as w
+
+from ..fmt import fmt_bytes, fmt_rate, fmt_seconds
+from ..overlap import DDPStep, ddp_step, gradient_profile
+from ..plots.overlap import TimelinePicture
+from ._base import FigureImage, label_style
+
+__all__ = ["OverlapWidget"]
+
+#: The forward pass is taken as half the backward pass (the backward computes
+#: gradients for both activations and weights: about twice the forward FLOP).
+FORWARD_FRACTION = 0.5
+
+
+class OverlapWidget(w.VBox):
+    """Sliders for one data-parallel step; the step drawn as compute and all-reduce rows.
+
+    ``result`` holds the current :class:`distlib.overlap.DDPStep`; setting
+    any control's ``.value`` recomputes it and redraws at once.
+    """
+
+    def __init__(self, *, layers=16, backward_ms=5.0, grad_gb=1.0, profile="uniform", bucket_mb=25.0,
+                 alpha_us=5.0, bandwidth_gb_per_s=25.0, p=8, overlap=True):
+        style = label_style()
+        layout = w.Layout(width="440px")
+        self.layers_slider = w.IntSlider(value=layers, min=1, max=48, description="layers",
+                                         continuous_update=False, style=style, layout=layout)
+        self.backward_slider = w.FloatLogSlider(value=backward_ms, base=10, min=-1, max=2, step=0.05,
+                                                description="backward per layer (ms)", readout_format=".3g",
+                                                continuous_update=False, style=style, layout=layout)
+        self.grad_slider = w.FloatLogSlider(value=grad_gb, base=10, min=-3, max=2, step=0.05,
+                                            description="gradient bytes, whole model (GB)", readout_format=".3g",
+                                            continuous_update=False, style=style, layout=layout)
+        self.profile_dropdown = w.Dropdown(options=[("equal per layer", "uniform"),
+                                                    ("embedding last (31%, as GPT-2 small)", "embedding")],
+                                           value=profile, description="gradient sizes", style=style)
+        self.bucket_slider = w.FloatLogSlider(value=bucket_mb, base=2, min=-4, max=14, step=0.25,
+                                              description="bucket capacity (MiB)", readout_format=".3g",
+                                              continuous_update=False, style=style, layout=layout)
+        self.alpha_slider = w.FloatLogSlider(value=alpha_us, base=10, min=-1, max=3, step=0.05,
+                                             description="latency alpha per step (µs)", readout_format=".3g",
+                                             continuous_update=False, style=style, layout=layout)
+        self.bandwidth_slider = w.FloatLogSlider(value=bandwidth_gb_per_s, base=10, min=-1, max=3, step=0.05,
+                                                 description="link GB/s (one direction)", readout_format=".3g",
+                                                 continuous_update=False, style=style, layout=layout)
+        self.p_slider = w.FloatLogSlider(value=p, base=2, min=1, max=10, step=1, description="ranks (p)",
+                                         readout_format=".0f", continuous_update=False, style=style,
+                                         layout=layout)
+        self.overlap_buttons = w.ToggleButtons(options=[("overlap", True), ("compute, then communicate", False)],
+                                               value=bool(overlap))
+        self.controls = [self.layers_slider, self.backward_slider, self.grad_slider, self.profile_dropdown,
+                         self.bucket_slider, self.alpha_slider, self.bandwidth_slider, self.p_slider,
+                         self.overlap_buttons]
+        self.fig = FigureImage(figsize=(6.0, 2.1), dpi=80)
+        self.fig.figure.subplots_adjust(left=0.15, right=0.98, bottom=0.25, top=0.95)
+        # the headline numbers go in the HTML summary, not in a title: text is
+        # what matplotlib draws slowest
+        self.picture = TimelinePicture(self.fig.ax, fast_ticks=True, title=False)
+        self.fig.set_animated(self.picture.animated)  # the frame and row labels are drawn once
+        self.summary = w.HTML()
+        self.result: DDPStep | None = None
+        self.update()
+        for c in self.controls:
+            c.observe(self._on_change, names="value")
+        super().__init__([w.VBox(self.controls), self.fig.image, self.summary])
+
+    def _on_change(self, change):
+        self.update()
+
+    def compute(self) -> DDPStep:
+        """The model for the current control values (SI units inside)."""
+        layers = int(self.layers_slider.value)
+        backward = self.backward_slider.value * 1e-3
+        return ddp_step(
+            [backward] * layers,
+            gradient_profile(self.grad_slider.value * 1e9, layers, profile=self.profile_dropdown.value),
+            bucket_bytes=self.bucket_slider.value * 2**20,
+            alpha=self.alpha_slider.value * 1e-6,
+            bandwidth=self.bandwidth_slider.value * 1e9,
+            p=int(round(self.p_slider.value)),
+            forward_time=FORWARD_FRACTION * backward * layers,
+            overlap=bool(self.overlap_buttons.value),
+        )
+
+    def update(self) -> DDPStep:
+        self.result = s = self.compute()
+        tl = s.timeline
+        unit = self.picture.unit
+        self.picture.set_timeline(s, xmax=tl.no_overlap_time)
+        if self.picture.unit != unit:  # the x label is in the cached background
+            self.fig.invalidate()
+            self.fig.set_animated(self.picture.animated)
+        self.fig.render()
+        queue = ("<b style='color:#d62728'>the all-reduces queue up</b>: each takes longer than the "
+                 "backward of the layer after it" if tl.backed_up and tl.overlap else
+                 "no all-reduce waits for the one before it")
+        self.summary.value = (
+            f"{s.n_buckets} bucket{'s' if s.n_buckets != 1 else ''} of up to "
+            f"{fmt_bytes(self.bucket_slider.value * 2**20)}, all-reduced over {s.p} ranks at "
+            f"{fmt_rate(s.bandwidth)} per direction<br>"
+            f"step {fmt_seconds(s.iteration_time)} = forward + backward {fmt_seconds(s.compute_time)} "
+            f"+ <b>exposed communication {fmt_seconds(s.exposed_comm)}</b> "
+            f"(of {fmt_seconds(s.total_comm)} all-reduce time, {tl.hidden_fraction:.0%} hidden)<br>"
+            f"<b>{s.speedup:.2f}x</b> faster than compute-then-communicate ({fmt_seconds(s.no_overlap_time)}) "
+            f"&middot; {queue}"
+        )
+        return s
