@@ -6,8 +6,9 @@
     python tools/nb.py check [NB ...]        exit 1 if a notebook is not in
                                              committed shape (used by the tests)
 
-The committed shape: no execution counts; outputs only on cells tagged
-``nbval-check-output`` (they are nbval's expected values); minimal metadata;
+The committed shape: outputs and execution counts only on cells tagged
+``nbval-check-output`` (their outputs are nbval's expected values; nbval
+ignores a stored output without an execution count); minimal metadata;
 the first code cell equal to the set-up cell generated from ``_config.yml``.
 """
 
@@ -93,13 +94,15 @@ def normalize(nb, stem: str):
             code_seen = True
             cell.source = setup_source(stem)
             cell.metadata = {"tags": sorted(set(tags) | {SETUP_TAG})}
-        cell.execution_count = None
         if CHECK_TAG in tags:
+            # nbval skips the comparison for a cell with no execution count
+            # ("unrun reference"), so checked cells keep theirs.
             for out in cell.get("outputs", []):
                 out.pop("execution_count", None)
                 if "metadata" in out:
                     out["metadata"] = {}
         else:
+            cell.execution_count = None
             cell.outputs = []
     return nb
 
