@@ -177,9 +177,13 @@ def simulate_ring_allreduce(buffers, *, op: str = "sum") -> RingTrace:
     itemsize = arr.dtype.itemsize
     # Work in a padded (rank, chunk, element) layout so each step moves all p
     # chunks with one fancy-indexed NumPy operation; padding stays zero.
-    state = np.zeros((p, p, width), dtype=arr.dtype)
-    for c in range(p):
-        state[:, c, : sizes[c]] = arr[:, bounds[c] : bounds[c + 1]]
+    even = n % p == 0
+    if even:  # the padded layout is the row layout: one copy, no padding
+        state = arr.reshape(p, p, width).copy()
+    else:
+        state = np.zeros((p, p, width), dtype=arr.dtype)
+        for c in range(p):
+            state[:, c, : sizes[c]] = arr[:, bounds[c] : bounds[c + 1]]
 
     ranks = np.arange(p)
     right = (ranks + 1) % p
@@ -201,9 +205,12 @@ def simulate_ring_allreduce(buffers, *, op: str = "sum") -> RingTrace:
         steps.append([Transfer(r, (r + 1) % p, cl[r], phase, chunk_bytes[cl[r]], s) for r in range(p)])
         bytes_sent += sizes[chunks] * itemsize
 
-    result = np.empty_like(arr)
-    for c in range(p):
-        result[:, bounds[c] : bounds[c + 1]] = state[:, c, : sizes[c]]
+    if even:
+        result = state.reshape(p, n)
+    else:
+        result = np.empty_like(arr)
+        for c in range(p):
+            result[:, bounds[c] : bounds[c + 1]] = state[:, c, : sizes[c]]
     if op == "mean":
         result = result / p
     return RingTrace(result=result, steps=steps, bytes_sent=bytes_sent, bounds=bounds)

@@ -19,6 +19,7 @@ __all__ = [
     "plot_ring_state",
     "animate_ring",
     "plot_ring_volume",
+    "StepBars",
     "plot_step_bars",
     "plot_step_vs_p",
     "PHASE_COLORS",
@@ -179,26 +180,62 @@ def plot_ring_volume(ax, *, p_max: int = 64, n_bytes: float = 1.0, mark=(2, 8, 6
     return line
 
 
-def plot_step_bars(ax, step) -> list:
-    """Compute and all-reduce time of one step, without and with perfect overlap.
+class StepBars:
+    """One step's compute and all-reduce, without and with perfect overlap.
 
-    ``step`` is a :class:`distlib.cluster.StepTime`.
+    The x axis is the share of the step *without* overlap, so it never
+    rescales: widgets redraw only the bars and labels (fast blitting), and
+    the overlap bar's length is directly the step time saved.
     """
-    comp, comm = step.compute_time, step.comm_time
-    scale, unit = (1e3, "ms") if max(comp, comm) < 1 else (1.0, "s")
-    bars = []
-    y = [1, 0]
-    bars.append(ax.barh(y[0], comp * scale, color="#2ca02c", label="compute"))
-    bars.append(ax.barh(y[0], comm * scale, left=comp * scale, color="#d62728", label="all-reduce"))
-    bars.append(ax.barh(y[1], comp * scale, color="#2ca02c", alpha=0.8))
-    bars.append(ax.barh(y[1], comm * scale, color="#d62728", alpha=0.45, hatch="//"))
-    ax.set_yticks(y, ["no overlap", "perfect overlap"])
-    ax.set_xlabel(f"time per step ({unit})")
-    ax.legend(loc="lower right", fontsize=8)
-    verdict = "communication-bound" if step.communication_bound else "compute-bound"
-    ax.set_title(f"{verdict}: utilisation {step.utilization_no_overlap:.0%} "
-                 f"(no overlap), {step.utilization_overlap:.0%} (overlap)", fontsize=9)
-    return bars
+
+    def __init__(self, ax):
+        self.ax = ax
+        ax.set_xlim(0, 1.0)
+        ax.set_ylim(-0.5, 1.5)
+        ax.set_yticks([1, 0], ["no overlap", "perfect overlap"])
+        ax.set_xlabel("share of the step time without overlap")
+        ax.xaxis.set_major_formatter(lambda x, pos: f"{x:.0%}")
+        green, red = "#2ca02c", "#d62728"
+        self.comp0 = ax.barh(1, 0.5, height=0.7, color=green, label="compute")[0]
+        self.comm0 = ax.barh(1, 0.5, height=0.7, left=0.5, color=red, label="all-reduce")[0]
+        # with overlap the two run side by side: two lanes in one row
+        self.comp1 = ax.barh(0.18, 0.5, height=0.34, color=green)[0]
+        self.comm1 = ax.barh(-0.18, 0.5, height=0.34, color=red)[0]
+        kw = dict(va="center", ha="center", fontsize=8, color="white", fontweight="bold")
+        self.labels = [ax.text(0, 1, "", **kw), ax.text(0, 1, "", **kw),
+                       ax.text(0, 0, "", ha="left", va="center", fontsize=8)]
+        self.title = ax.set_title("", fontsize=9)
+        ax.legend(loc="lower center", fontsize=7, ncols=2, bbox_to_anchor=(0.5, 1.08), frameon=False)
+        self.dynamic_artists = [self.comp0, self.comm0, self.comp1, self.comm1, *self.labels, self.title]
+
+    def update(self, step):
+        from ..fmt import fmt_seconds
+
+        comp, comm = step.compute_time, step.comm_time
+        total = comp + comm
+        fc, fm = (comp / total, comm / total) if total > 0 else (1.0, 0.0)
+        self.comp0.set_width(fc)
+        self.comm0.set_x(fc)
+        self.comm0.set_width(fm)
+        self.comp1.set_width(fc)
+        self.comm1.set_width(fm)
+        self.labels[0].set_position((fc / 2, 1))
+        self.labels[0].set_text(str(fmt_seconds(comp)) if fc > 0.12 else "")
+        self.labels[1].set_position((fc + fm / 2, 1))
+        self.labels[1].set_text(str(fmt_seconds(comm)) if fm > 0.12 else "")
+        longer = max(fc, fm)
+        self.labels[2].set_position((min(longer + 0.01, 0.8), 0))
+        self.labels[2].set_text(f"step {fmt_seconds(max(comp, comm))}" if longer < 0.8 else "")
+        verdict = "communication-bound" if step.communication_bound else "compute-bound"
+        self.title.set_text(f"{verdict}: GPU busy {step.utilization_no_overlap:.0%} without overlap, "
+                            f"{step.utilization_overlap:.0%} with")
+        self.title.set_color("#d62728" if step.communication_bound else "#2ca02c")
+        return self
+
+
+def plot_step_bars(ax, step) -> StepBars:
+    """Draw one :class:`distlib.cluster.StepTime` as compute / all-reduce bars."""
+    return StepBars(ax).update(step)
 
 
 def plot_step_vs_p(ax, steps) -> list:

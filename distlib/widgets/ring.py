@@ -9,7 +9,7 @@ import numpy as np
 
 from ..cluster import StepTime, cluster_step
 from ..fmt import fmt_bytes, fmt_rate, fmt_seconds, fmt_flops
-from ..plots.ring import PHASE_COLORS, RingPicture, plot_step_bars
+from ..plots.ring import PHASE_COLORS, RingPicture, StepBars
 from ..ring import RingTrace, simulate_ring_allreduce
 from ._base import FigureImage, label_style
 
@@ -134,7 +134,10 @@ class ClusterWidget(w.VBox):
                                               style=style, layout=layout)
         self.controls = [self.p_slider, self.params_slider, self.dtype_buttons, self.link_slider,
                          self.tflops_slider, self.mfu_slider, self.tokens_slider]
-        self.fig = FigureImage(figsize=(5.6, 2.4), dpi=80)
+        self.fig = FigureImage(figsize=(5.6, 2.5), dpi=80)
+        self.bars = StepBars(self.fig.ax)
+        self.fig.figure.subplots_adjust(left=0.24, right=0.95, top=0.72, bottom=0.22)
+        self.fig.set_animated(self.bars.dynamic_artists)
         self.summary = w.HTML()
         self.result: StepTime | None = None
         self.update()
@@ -155,9 +158,7 @@ class ClusterWidget(w.VBox):
 
     def update(self):
         self.result = s = self.compute()
-        self.fig.ax.clear()
-        plot_step_bars(self.fig.ax, s)
-        self.fig.figure.tight_layout()
+        self.bars.update(s)
         self.fig.render()
         verdict = ("<b style='color:#d62728'>communication-bound</b>: the all-reduce outlasts the compute, "
                    "so even perfect overlap leaves the GPUs waiting"
