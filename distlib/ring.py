@@ -13,6 +13,7 @@ trace.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -22,6 +23,7 @@ from ._check import check_array, check_choice, check_int, check_real
 
 __all__ = [
     "Transfer",
+    "Step",
     "RingTrace",
     "chunk_bounds",
     "simulate_ring_allreduce",
@@ -41,6 +43,43 @@ class Transfer(NamedTuple):
     phase: str
     n_bytes: int
     step: int
+
+
+class Step(Sequence):
+    """The ``p`` transfers of one ring step, one per link, built on access.
+
+    Behaves as a read-only list of :class:`Transfer` (indexing, slicing,
+    iteration, ``len``). Transfers are made when asked for, so recording the
+    2(p-1) steps of a 1024-rank ring costs two small arrays per step, not
+    two million objects.
+    """
+
+    __slots__ = ("index", "phase", "_chunks", "_chunk_bytes")
+
+    def __init__(self, index: int, phase: str, chunks: np.ndarray, chunk_bytes: np.ndarray):
+        self.index = index
+        self.phase = phase
+        self._chunks = chunks
+        self._chunk_bytes = chunk_bytes
+
+    def __len__(self) -> int:
+        return len(self._chunks)
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        p = len(self._chunks)
+        if not -p <= i < p:
+            raise IndexError("step has only p transfers")
+        src = i % p
+        c = int(self._chunks[src])
+        return Transfer(src, (src + 1) % p, c, self.phase, int(self._chunk_bytes[c]), self.index)
+
+    def __eq__(self, other):
+        return list(self) == list(other) if isinstance(other, (Step, list)) else NotImplemented
+
+    def __repr__(self) -> str:
+        return f"Step({self.index}, {self.phase!r}, {list(self)!r})"
 
 
 def chunk_bounds(n: int, p: int) -> np.ndarray:
@@ -71,9 +110,10 @@ class RingTrace:
     ----------
     result : ndarray, shape (p, n)
         Each rank's buffer after the all-reduce.
-    steps : list of list of Transfer
+    steps : list of Step
         ``2 * (p - 1)`` steps; step ``s`` lists the ``p`` transfers that
-        happen at once (one per ring link).
+        happen at once (one per ring link), as a read-only list of
+        :class:`Transfer`.
     bytes_sent : ndarray, shape (p,)
         Bytes each rank sent in total.
     bounds : ndarray, shape (p + 1,)
@@ -187,8 +227,8 @@ def simulate_ring_allreduce(buffers, *, op: str = "sum") -> RingTrace:
 
     ranks = np.arange(p)
     right = (ranks + 1) % p
-    chunk_bytes = (sizes * itemsize).tolist()
-    steps: list[list[Transfer]] = []
+    chunk_bytes = sizes * itemsize
+    steps: list[Step] = []
     bytes_sent = np.zeros(p, dtype=np.int64)
 
     for s in range(2 * (p - 1)):
@@ -201,9 +241,8 @@ def simulate_ring_allreduce(buffers, *, op: str = "sum") -> RingTrace:
             phase = ALL_GATHER
             chunks = (ranks + 1 - (s - (p - 1))) % p
             state[right, chunks] = state[ranks, chunks]
-        cl = chunks.tolist()
-        steps.append([Transfer(r, (r + 1) % p, cl[r], phase, chunk_bytes[cl[r]], s) for r in range(p)])
-        bytes_sent += sizes[chunks] * itemsize
+        steps.append(Step(s, phase, chunks, chunk_bytes))
+        bytes_sent += chunk_bytes[chunks]
 
     if even:
         result = state.reshape(p, n)
