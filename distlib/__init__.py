@@ -13,12 +13,11 @@ from .notebook import glue, in_colab
 from .overlap import (Event, OverlapTimeline, overlap_timeline, overlap_speedup_bound, layerwise_closed_form,
                       layerwise_exact_time, no_backup, Bucket, bucket_gradients, DDPStep, ddp_step, BucketSweep,
                       bucket_sweep, gradient_profile, DDP_BUCKET_BYTES, DDP_FIRST_BUCKET_BYTES)
-from .hardware import accelerator, accelerators
-
-__version__ = "0.1.0"
 from .walls import (RECIPES, StateBytes, Walls, training_flops, model_state_bytes, zero_state_bytes_per_gpu,
                     min_gpus_to_fit, training_time, gradient_bytes, gradient_comm_bytes_per_gpu, gradient_comm_time,
                     three_walls)
-from .hardware import Accelerator, accelerator_names
+from .hardware import Accelerator, accelerator, accelerators, accelerator_names
 from .roofline import Roof, Operation, Placement, ridge_point, attainable_flops, place, example_operations
 from .measure import Measurement, measure_matmul_flops, measure_memory_bandwidth, machine_roof
+
+__version__ = "0.1.0"

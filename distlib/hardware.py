@@ -35,8 +35,6 @@ import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
-from types import MappingProxyType
-from typing import Mapping
 
 __all__ = ["Accelerator", "accelerator", "accelerators", "accelerator_names", "FIGURES"]
 
@@ -65,8 +63,9 @@ class Accelerator:
         direction, bytes/s.
     link_name : str
         What that link is (NVLink 4, ICI, ...).
-    sources : Mapping[str, str]
-        Figure name -> document and URL it was taken from.
+    sources : dict
+        Figure name (``"bf16_flops"``, ``"hbm_bytes"``, ``"hbm_bandwidth"``,
+        ``"link_bandwidth"``) -> document and URL it was taken from.
     notes : str
         Caveats (variants, rounding, units).
     """
@@ -79,7 +78,7 @@ class Accelerator:
     hbm_bandwidth: float
     link_bandwidth: float
     link_name: str
-    sources: Mapping[str, str] = field(repr=False)
+    sources: dict = field(repr=False, hash=False)
     notes: str = field(default="", repr=False)
     aliases: tuple = field(default=(), repr=False)
 
@@ -106,10 +105,11 @@ def _key(name: str) -> str:
 
 @lru_cache(maxsize=1)
 def _table() -> tuple[Accelerator, ...]:
+    # Read once per process. The specs are shared: treat them (and their sources) as read-only.
     text = resources.files("distlib").joinpath("data/accelerators.csv").read_text(encoding="utf-8")
     rows = []
     for row in csv.DictReader(text.splitlines()):
-        sources = MappingProxyType({f: row[f + "_source"] for f in FIGURES})
+        sources = {f: row[f + "_source"] for f in FIGURES}
         aliases = tuple(a.strip() for a in row["aliases"].split(";") if a.strip())
         rows.append(
             Accelerator(

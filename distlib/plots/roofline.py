@@ -1,0 +1,217 @@
+"""Roofline drawings: log-log roofs, ridge points, operations and measurements.
+
+:func:`plot_roofline` draws a static figure for the chapter;
+:class:`RooflinePicture` draws every roof once and then moves a highlighted
+roof and one operation cheaply, for the widget.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..fmt import fmt_flops
+from ..roofline import Operation, Placement, Roof, attainable_flops, place, roof
+
+__all__ = ["plot_roofline", "RooflinePicture", "ROOF_COLORS"]
+
+_OP_MARKERS = ["s", "D", "^", "v", "o", "P", "X", "<", ">", "h", "p", "*"]
+ROOF_COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf",
+               "#7f7f7f", "#bcbd22"]
+
+
+def _roof_xy(r: Roof, xlim):
+    """Three points trace a roofline on log axes: left edge, ridge, right edge."""
+    lo, hi = xlim
+    ridge = min(max(r.ridge_point, lo), hi)
+    x = np.array([lo, ridge, hi])
+    return x, attainable_flops(x, peak_flops=r.peak_flops, bandwidth=r.bandwidth)
+
+
+def _as_specs(specs) -> list:
+    """One chip or many: a single name, spec, Roof or (name, peak, bandwidth) becomes a list."""
+    single = isinstance(specs, (str, Roof)) or hasattr(specs, "bf16_flops") or (
+        isinstance(specs, tuple) and len(specs) == 3 and isinstance(specs[0], str)
+        and not isinstance(specs[1], (str, Roof)))
+    return [specs] if single else list(specs)
+
+
+def _measured_items(measured):
+    """Split ``measured`` into roofs, slopes (bandwidth only) and points."""
+    roofs, slopes, points = [], [], []
+    if measured is None:
+        return roofs, slopes, points
+    if isinstance(measured, (Roof, Placement, tuple)) or hasattr(measured, "unit"):
+        measured = [measured]
+    for m in measured:
+        if isinstance(m, Roof):
+            roofs.append(m)
+        elif isinstance(m, Placement):
+            points.append((m.operation.name, m.intensity, m.attainable_flops))
+        elif hasattr(m, "unit") and hasattr(m, "value"):  # a distlib.measure.Measurement
+            if m.unit == "B/s":
+                slopes.append((f"measured copy: {m.device}", m.value))
+            else:
+                points.append((f"measured matmul: {m.device}", m.intensity, m.value))
+        elif isinstance(m, tuple) and len(m) == 3:
+            points.append((str(m[0]), float(m[1]), float(m[2])))
+        else:
+            raise TypeError(f"cannot plot measured item {m!r}: give a Roof, a Measurement, a Placement "
+                            "or a (label, intensity, flops_per_second) tuple")
+    return roofs, slopes, points
+
+
+def plot_roofline(ax, specs, operations=(), measured=None, *, xlim=None, ylim=None, label_ops="legend",
+                  title=None) -> dict:
+    """Rooflines of one or more chips, with operations placed under the first.
+
+    Parameters
+    ----------
+    ax : matplotlib Axes
+    specs : str, Accelerator, Roof or a sequence of them
+        The chips (names work: ``["H100", "TPU v5p"]``).
+    operations : sequence of Operation
+        Drawn as points at (intensity, attainable FLOP/s on the first chip).
+    measured : optional
+        Measurements of a real machine: a :class:`~distlib.roofline.Roof`
+        (dashed roof), :class:`~distlib.measure.Measurement` results (a
+        matmul becomes a point, a bandwidth a dashed memory slope), or
+        ``(label, intensity, flops_per_second)`` tuples.
+    xlim, ylim : (float, float), optional
+        Axis ranges (FLOP/byte, FLOP/s); by default they fit everything.
+    label_ops : {"legend", "text", None}
+        Name each operation in the legend (distinct markers), next to its
+        point, or not at all.
+
+    Returns
+    -------
+    dict
+        ``"roofs"``, ``"ridges"``, ``"operations"``, ``"measured"``: the artists.
+    """
+    roofs = [roof(s) for s in _as_specs(specs)]
+    if not roofs:
+        raise ValueError("specs must name at least one chip")
+    operations = list(operations)
+    if not all(isinstance(o, Operation) for o in operations):
+        raise TypeError("operations must be Operation objects (see distlib.roofline)")
+    m_roofs, m_slopes, m_points = _measured_items(measured)
+
+    intensities = [o.intensity for o in operations if o.intensity > 0] + [r.ridge_point for r in roofs + m_roofs]
+    intensities += [p[1] for p in m_points if p[1] > 0]
+    if xlim is None:
+        xlim = (10 ** np.floor(np.log10(min(intensities)) - 0.5), 10 ** np.ceil(np.log10(max(intensities)) + 0.5))
+    peaks = [r.peak_flops for r in roofs + m_roofs] + [p[2] for p in m_points]
+    lows = [attainable_flops(xlim[0], peak_flops=r.peak_flops, bandwidth=r.bandwidth) for r in roofs + m_roofs]
+    lows += [bw * xlim[0] for _, bw in m_slopes] + [p[2] for p in m_points]
+    if ylim is None:
+        ylim = (10 ** np.floor(np.log10(min(lows))), 10 ** np.ceil(np.log10(max(peaks)) + 0.3))
+
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    out = {"roofs": [], "ridges": [], "operations": [], "measured": []}
+    for i, r in enumerate(roofs):
+        color = ROOF_COLORS[i % len(ROOF_COLORS)]
+        x, y = _roof_xy(r, xlim)
+        (line,) = ax.plot(x, y, color=color, linewidth=2, label=f"{r.name}: ridge {r.ridge_point:.0f} FLOP/B")
+        out["roofs"].append(line)
+        (dot,) = ax.plot([r.ridge_point], [r.peak_flops], "o", color=color, markersize=5)
+        out["ridges"].append(dot)
+    first = roofs[0]
+    for j, o in enumerate(operations):
+        pl = place(o, first)
+        color = "#d62728" if pl.bound == "memory" else "#2ca02c"
+        marker = _OP_MARKERS[j % len(_OP_MARKERS)]
+        label = f"{o.name}: {o.intensity:.3g} FLOP/B" if label_ops == "legend" else None
+        (pt,) = ax.plot([o.intensity], [pl.attainable_flops], marker, color=color, markersize=6, zorder=5,
+                        markeredgecolor="black", markeredgewidth=0.5, linestyle="none", label=label)
+        out["operations"].append(pt)
+        if label_ops == "text":
+            out["operations"].append(ax.annotate(o.name, (o.intensity, pl.attainable_flops), xytext=(4, -4),
+                                                 textcoords="offset points", fontsize=7, ha="left", va="top"))
+    for r in m_roofs:
+        x, y = _roof_xy(r, xlim)
+        (line,) = ax.plot(x, y, color="black", linestyle="--", linewidth=1.5,
+                          label=f"{r.name} (measured): ridge {r.ridge_point:.1f} FLOP/B")
+        out["measured"].append(line)
+    for label, bw in m_slopes:
+        x = np.array(xlim, dtype=float)
+        (line,) = ax.plot(x, x * bw, color="black", linestyle=":", linewidth=1.2, label=label)
+        out["measured"].append(line)
+    for label, inten, flops in m_points:
+        (pt,) = ax.plot([inten], [flops], "*", color="black", markersize=10, label=label, zorder=6)
+        out["measured"].append(pt)
+    ax.set_xlim(*xlim)
+    ax.set_ylim(*ylim)
+    ax.set_xlabel("arithmetic intensity (FLOP per byte of HBM traffic)", fontsize=8)
+    ax.set_ylabel("attainable FLOP/s", fontsize=8)
+    ax.tick_params(labelsize=8)
+    ax.grid(True, which="major", alpha=0.3)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7, frameon=False)
+    if operations:
+        ax.set_title(title or f"operations placed on {first.name} (red: memory-bound, green: compute-bound)",
+                     fontsize=9)
+    elif title:
+        ax.set_title(title, fontsize=9)
+    return out
+
+
+class RooflinePicture:
+    """Every roof drawn once, faintly; one highlighted roof and one operation move.
+
+    Axes are fixed (``xlim``, ``ylim``), so :meth:`update` changes only
+    artists in :attr:`dynamic_artists` and the widget can blit.
+    """
+
+    def __init__(self, ax, specs, *, xlim=(1e-2, 1e5), ylim=(1e10, 1e16)):
+        self.ax = ax
+        self.roofs = [roof(s) for s in _as_specs(specs)]
+        self.xlim, self.ylim = xlim, ylim
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        for r in self.roofs:
+            x, y = _roof_xy(r, xlim)
+            ax.plot(x, y, color="0.8", linewidth=1)
+        ax.set_xlim(*xlim)
+        ax.set_ylim(*ylim)
+        ax.set_xlabel("arithmetic intensity (FLOP/byte)", fontsize=8)
+        ax.set_ylabel("attainable FLOP/s (dense BF16)", fontsize=8)
+        ax.tick_params(labelsize=8)
+        ax.grid(True, which="major", alpha=0.3)
+        (self.roof_line,) = ax.plot([], [], color="#1f77b4", linewidth=2.5)
+        (self.ridge_dot,) = ax.plot([], [], "o", color="#1f77b4", markersize=6)
+        self.ridge_text = ax.text(1, 1, "", fontsize=8, ha="right", va="bottom", color="#1f77b4")
+        (self.guide,) = ax.plot([], [], ":", color="0.4", linewidth=1)
+        (self.op_dot,) = ax.plot([], [], "s", markersize=8, zorder=5)
+        self.op_text = ax.text(1, 1, "", fontsize=8, ha="left", va="top")
+
+    @property
+    def dynamic_artists(self) -> list:
+        return [self.roof_line, self.ridge_dot, self.ridge_text, self.guide, self.op_dot, self.op_text]
+
+    def update(self, spec, op: Operation) -> Placement:
+        """Highlight ``spec``'s roof and place ``op`` on it; return the placement."""
+        r = roof(spec)
+        pl = place(op, r)
+        x, y = _roof_xy(r, self.xlim)
+        self.roof_line.set_data(x, y)
+        self.ridge_dot.set_data([r.ridge_point], [r.peak_flops])
+        self.ridge_text.set_position((r.ridge_point, r.peak_flops * 1.4))
+        self.ridge_text.set_text(f"{r.name}: ridge {r.ridge_point:.0f} FLOP/B")
+        xi = min(max(op.intensity, self.xlim[0]), self.xlim[1])
+        yi = min(max(pl.attainable_flops, self.ylim[0]), self.ylim[1])
+        self.guide.set_data([xi, xi], [self.ylim[0], yi])
+        color = "#d62728" if pl.bound == "memory" else "#2ca02c"
+        self.op_dot.set_data([xi], [yi])
+        self.op_dot.set_color(color)
+        # Below the roof is empty: write there, to the right of a point on the slope,
+        # under a point on the flat part, never off the right edge.
+        near_right = xi > self.xlim[1] / 300
+        if pl.bound == "memory" and not near_right:
+            self.op_text.set_position((xi * 1.6, yi / 2.5))
+            self.op_text.set_ha("left")
+        else:
+            self.op_text.set_position((xi, yi / 2.5))
+            self.op_text.set_ha("right" if near_right else "left")
+        self.op_text.set_color(color)
+        # short: every glyph costs time on each redraw; the widget's text has the details
+        self.op_text.set_text(f"{op.intensity:.3g} FLOP/B: {pl.bound}-bound\n{fmt_flops(pl.attainable_flops)}")
+        return pl

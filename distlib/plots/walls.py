@@ -1,0 +1,317 @@
+"""Drawings for the three walls: memory per GPU against HBM, and training time.
+
+Each ``plot_*`` function draws on an axes it is given and returns an object
+holding its artists. That object's ``update`` moves the same artists to a new
+result without touching the axes, so the widget can redraw in a few
+milliseconds by blitting (see :mod:`distlib.widgets._base`).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+import numpy as np
+from matplotlib.collections import PolyCollection
+from matplotlib.colors import to_rgba
+from matplotlib.patches import Patch, Rectangle
+
+from ..fmt import fmt_bytes, fmt_seconds
+from ..walls import StateBytes, Walls, zero_state_bytes_per_gpu
+
+__all__ = [
+    "PART_COLORS",
+    "PART_LABELS",
+    "MemoryBars",
+    "TimeBars",
+    "plot_memory_breakdown",
+    "plot_training_time",
+    "TIME_TICKS",
+]
+
+PART_LABELS = {"weights": "weights", "grads": "gradients", "optimizer": "Adam m, v", "master": "fp32 master"}
+PART_COLORS = {"weights": "#1f77b4", "grads": "#ff7f0e", "optimizer": "#2ca02c", "master": "#9467bd"}
+_OVER = "#d62728"
+BAR_WIDTH = 0.6
+TIME_WIDTH = 0.55
+TIME_COLORS = ("#1f77b4", "#aec7e8")  # compute, communication
+
+YEAR = 365.25 * 86400.0
+#: Named tick positions for time axes (seconds).
+TIME_TICKS = [
+    (1.0, "1 s"),
+    (60.0, "1 min"),
+    (3600.0, "1 h"),
+    (86400.0, "1 day"),
+    (30 * 86400.0, "1 month"),
+    (YEAR, "1 year"),
+    (100 * YEAR, "100 years"),
+    (1e4 * YEAR, "10k years"),
+    (1e6 * YEAR, "1M years"),
+]
+
+
+def _states_from(result, labels, hbm_bytes, highlight):
+    """Normalise the inputs of :func:`plot_memory_breakdown`."""
+    if isinstance(result, Walls):
+        states = [zero_state_bytes_per_gpu(result.params, recipe=result.recipe, dp=result.chips, stage=s)
+                  for s in range(4)]
+        labels = labels or [f"ZeRO-{s}" for s in range(4)]
+        hbm_bytes = result.hbm_bytes if hbm_bytes is None else hbm_bytes
+        highlight = result.stage if highlight is None else highlight
+        return states, labels, hbm_bytes, highlight
+    if isinstance(result, StateBytes):
+        states = [result]
+    else:
+        states = list(result)
+        if not states or not all(isinstance(s, StateBytes) for s in states):
+            raise TypeError("result must be a Walls, a StateBytes or a sequence of StateBytes")
+    labels = labels or ([result.recipe] if isinstance(result, StateBytes) else [str(i) for i in range(len(states))])
+    return states, labels, hbm_bytes, highlight
+
+
+class MemoryBars:
+    """Stacked bars of model state per GPU (weights, gradients, Adam moments, master copy).
+
+    With ``relative=True`` the y axis is the fraction of one chip's HBM,
+    fixed from 0 to ``ymax``: bars taller than the axis are clipped and
+    labelled with their size. With ``relative=False`` the axis is in GB.
+    ``totals="highlight"`` labels only the highlighted bar (text is the
+    costliest thing to redraw).
+    """
+
+    def __init__(self, ax, labels: Sequence[str], *, relative=False, ymax=None, legend=True, totals="all"):
+        if totals not in ("all", "highlight"):
+            raise ValueError(f"totals must be 'all' or 'highlight', got {totals!r}")
+        self.ax = ax
+        self.label_all = totals == "all"
+        self.relative = relative
+        self.ymax = ymax if ymax is not None else (2.0 if relative else None)
+        # long names such as "mixed_precision_adam" wrap at underscores
+        self.labels = [lab.replace("_", "\n") if len(lab) > 9 else lab for lab in labels]
+        n = len(self.labels)
+        x = np.arange(n)
+        self.x = x
+        # All segments in one PolyCollection and the outline in one Rectangle: one draw call each,
+        # instead of a patch per segment (what makes a blitted redraw cheap).
+        self.segments = PolyCollection([], closed=True, edgecolors="none")
+        ax.add_collection(self.segments)
+        self.outline = Rectangle((0, 0), BAR_WIDTH, 0, fill=False, edgecolor="black", linewidth=1.5)
+        ax.add_patch(self.outline)
+        self.totals = [ax.text(xi, 0, "", ha="center", va="bottom", fontsize=8) for xi in x]
+        self.hbm_line = ax.axhline(1.0 if relative else 0.0, color="black", linestyle="--", linewidth=1)
+        if relative:  # the capacity changes with the chip: write it under the "HBM" tick label
+            self.hbm_text = ax.text(-0.015, 0.88, "", transform=ax.get_yaxis_transform(), ha="right", va="top",
+                                    fontsize=7)
+        else:
+            self.hbm_text = ax.text(0.99, 1.0, "", transform=ax.get_yaxis_transform(), ha="right", va="bottom",
+                                    fontsize=8, bbox=dict(facecolor="white", edgecolor="none", alpha=0.8, pad=1))
+        ax.set_xticks(x)
+        ax.set_xticklabels(self.labels, fontsize=8)
+        ax.set_xlim(-0.6, n - 0.4)
+        if relative:
+            ax.set_ylim(0, self.ymax)
+            ticks = [t for t in (0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0) if t <= self.ymax + 1e-9]
+            ax.set_yticks(ticks)
+            ax.set_yticklabels(["HBM" if t == 1.0 else f"{t:.0%}" for t in ticks], fontsize=8)
+            ax.set_ylabel("share of one chip's HBM", fontsize=8)
+        else:
+            ax.set_ylabel("model state per GPU (GB)", fontsize=8)
+            ax.tick_params(axis="y", labelsize=8)
+        if legend:
+            lines = max(lab.count("\n") + 1 for lab in self.labels)
+            handles = [Patch(color=c, label=PART_LABELS[p]) for p, c in PART_COLORS.items()]
+            ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.04 - 0.06 * lines), fontsize=7,
+                      frameon=False, ncol=2)
+
+    @property
+    def dynamic_artists(self) -> list:
+        """What :meth:`update` changes (to mark as animated for blitting)."""
+        return [self.segments, self.outline, *self.totals, self.hbm_line, self.hbm_text]
+
+    def update(self, states: Sequence[StateBytes], *, hbm_bytes=None, highlight=None):
+        """Move the bars to ``states`` (one per bar); HBM line at ``hbm_bytes``."""
+        if len(states) != len(self.x):
+            raise ValueError(f"expected {len(self.x)} states, got {len(states)}")
+        if self.relative and not hbm_bytes:
+            raise ValueError("relative bars need hbm_bytes")
+        scale = hbm_bytes if self.relative else 1e9
+        cap = self.ymax if self.ymax is not None else math.inf
+        if not self.relative and self.ymax is None:
+            top = max([s.total for s in states] + [hbm_bytes or 0.0]) / 1e9
+            self.ax.set_ylim(0, top * 1.18 if top > 0 else 1.0)
+            cap = math.inf
+        verts, colors = [], []
+        self.outline.set_visible(False)
+        for i, s in enumerate(states):
+            bottom = 0.0
+            faded = highlight is not None and i != highlight
+            x0, x1 = self.x[i] - BAR_WIDTH / 2, self.x[i] + BAR_WIDTH / 2
+            for part, color in PART_COLORS.items():
+                h = getattr(s, part) / scale
+                lo, hi = min(bottom, cap), min(bottom + h, cap)
+                bottom += h
+                if hi > lo:
+                    verts.append([(x0, lo), (x1, lo), (x1, hi), (x0, hi)])
+                    colors.append(to_rgba(color, 0.35 if faded else 1.0))
+            total = s.total / scale
+            clipped = total > cap
+            if highlight == i:
+                self.outline.set_xy((x0, 0.0))
+                self.outline.set_height(min(total, cap))
+                self.outline.set_visible(True)
+            text = self.totals[i]
+            text.set_visible(self.label_all or highlight == i)
+            text.set_text(("\u2191 " if clipped else "") + str(fmt_bytes(s.total)))
+            text.set_position((self.x[i], min(total, cap) * (0.9 if clipped else 1.0)))
+            text.set_va("top" if clipped else "bottom")
+            text.set_color(_OVER if hbm_bytes and s.total > hbm_bytes else "black")
+            text.set_fontweight("bold" if highlight == i else "normal")
+        self.segments.set_verts(verts)
+        self.segments.set_facecolors(colors)
+        if hbm_bytes:
+            y = 1.0 if self.relative else hbm_bytes / 1e9
+            self.hbm_line.set_ydata([y, y])
+            self.hbm_line.set_visible(True)
+            if self.relative:
+                self.hbm_text.set_text(f"= {fmt_bytes(hbm_bytes)}")
+            else:
+                self.hbm_text.set_position((0.99, y))
+                self.hbm_text.set_text(f"HBM {fmt_bytes(hbm_bytes)}")
+            self.hbm_text.set_visible(True)
+        else:
+            self.hbm_line.set_visible(False)
+            self.hbm_text.set_visible(False)
+        return self
+
+
+def plot_memory_breakdown(ax, result, *, labels=None, hbm_bytes=None, highlight=None, relative=False,
+                          ymax=None, legend=True) -> MemoryBars:
+    """Stacked bars of model state per GPU, with a line at the chip's HBM.
+
+    Parameters
+    ----------
+    ax : matplotlib Axes
+    result : Walls, StateBytes or sequence of StateBytes
+        A :class:`distlib.walls.Walls` draws ZeRO stages 0-3 for its run
+        (its own stage outlined); otherwise one bar per state.
+    labels : list of str, optional
+        Bar labels.
+    hbm_bytes : float, optional
+        Draw the HBM capacity as a dashed line (taken from a Walls result).
+    highlight : int, optional
+        Index of the bar to outline; the others are faded.
+    relative : bool
+        Plot as a share of ``hbm_bytes`` on a fixed axis (the widget's view).
+    ymax : float, optional
+        Upper y limit (GB, or share of HBM when ``relative``).
+
+    Returns
+    -------
+    MemoryBars
+    """
+    states, labels, hbm_bytes, highlight = _states_from(result, labels, hbm_bytes, highlight)
+    bars = MemoryBars(ax, labels, relative=relative, ymax=ymax, legend=legend)
+    bars.update(states, hbm_bytes=hbm_bytes, highlight=highlight)
+    ax.set_title("memory wall: model state per GPU", fontsize=9)
+    return bars
+
+
+class TimeBars:
+    """Training time on one chip and on the cluster, on a log time axis.
+
+    The cluster bar stacks compute (dark) and communication without overlap
+    (light). With ``ylim`` given the axis is fixed, so updates can blit.
+    """
+
+    def __init__(self, ax, *, ylim=None):
+        self.ax = ax
+        self.fixed = ylim is not None
+        ax.set_yscale("log")
+        lo, hi = ylim if ylim is not None else (1.0, 1e14)
+        ax.set_ylim(lo, hi)
+        self.floor = lo
+        x = np.array([0.0, 1.0])
+        self.x = x
+        self.bars = PolyCollection([], closed=True, edgecolors="none")
+        ax.add_collection(self.bars)
+        self.values = [ax.text(xi, lo, "", ha="center", va="bottom", fontsize=8) for xi in x]
+        ax.set_xticks(x)
+        ax.set_xticklabels(["one chip", "cluster"], fontsize=8)
+        ax.set_xlim(-0.6, 1.6)
+        self._set_ticks(lo, hi)
+        ax.set_ylabel("training time", fontsize=8)
+        handles = [Patch(color=TIME_COLORS[0], label="compute"),
+                   Patch(color=TIME_COLORS[1], label="communication (no overlap)")]
+        ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.1), fontsize=7, frameon=False,
+                  ncol=2)
+
+    def _set_ticks(self, lo, hi):
+        ticks = [(t, s) for t, s in TIME_TICKS if lo <= t <= hi]
+        self.ax.set_yticks([t for t, _ in ticks])
+        self.ax.set_yticklabels([s for _, s in ticks], fontsize=8)
+        self.ax.minorticks_off()
+
+    @property
+    def dynamic_artists(self) -> list:
+        return [self.bars, *self.values]
+
+    def update(self, result: Walls):
+        """Show ``result``'s one-chip and cluster times.
+
+        The cluster's size goes in its tick label, which is redrawn only when
+        the axes are (so a widget passes it in its text instead).
+        """
+        lo, hi = self.ax.get_ylim()
+        if not self.fixed:
+            top = max(result.time_one_chip, result.time_cluster)
+            bottom = min(result.time_one_chip, result.compute_time_cluster)
+            lo, hi = 10 ** math.floor(math.log10(bottom) - 0.5), 10 ** math.ceil(math.log10(top) + 1.0)
+            self.ax.set_ylim(lo, hi)
+            self._set_ticks(lo, hi)
+            self.floor = lo
+        floor = self.floor
+
+        def clip(v):
+            return min(max(v, floor), hi)
+
+        rows = [(result.time_one_chip, 0.0), (result.compute_time_cluster, result.comm_time_total)]
+        verts, colors = [], []
+        for i, (compute, comm) in enumerate(rows):
+            x0, x1 = self.x[i] - TIME_WIDTH / 2, self.x[i] + TIME_WIDTH / 2
+            c_top = clip(compute)
+            t_top = clip(compute + comm)
+            for lo_, hi_, color in ((floor, c_top, TIME_COLORS[0]), (c_top, t_top, TIME_COLORS[1])):
+                if hi_ > lo_:
+                    verts.append([(x0, lo_), (x1, lo_), (x1, hi_), (x0, hi_)])
+                    colors.append(color)
+            self.values[i].set_text(str(fmt_seconds(compute + comm)))
+            self.values[i].set_position((self.x[i], t_top * (0.5 if t_top >= hi else 1.15)))
+            self.values[i].set_va("top" if t_top >= hi else "bottom")
+        self.bars.set_verts(verts)
+        self.bars.set_facecolors(colors)
+        return self
+
+
+def plot_training_time(ax, result: Walls, *, ylim=None) -> TimeBars:
+    """Bars of training time: one chip versus the whole cluster (log scale).
+
+    Parameters
+    ----------
+    ax : matplotlib Axes
+    result : Walls
+        From :func:`distlib.walls.three_walls`.
+    ylim : (float, float), optional
+        Fixed time range in seconds; by default it fits the result.
+
+    Returns
+    -------
+    TimeBars
+    """
+    if not isinstance(result, Walls):
+        raise TypeError(f"result must be a Walls from distlib.three_walls(), got {type(result).__name__}")
+    bars = TimeBars(ax, ylim=ylim)
+    bars.update(result)
+    ax.set_xticklabels(["1 chip", f"{result.chips:,} chips"], fontsize=8)
+    ax.set_title(f"compute wall: {result.flops:.2g} FLOP at MFU {result.mfu:.0%}", fontsize=9)
+    return bars

@@ -1,0 +1,584 @@
+"""The three walls: memory, compute and communication, as arithmetic.
+
+Chapter "The three walls" asks three questions of a training run and answers
+each with a formula from this module:
+
+* **Memory**: do the weights, gradients and optimizer state fit in one chip's
+  HBM? (:func:`model_state_bytes`, :func:`zero_state_bytes_per_gpu`)
+* **Compute**: how long do ``6 N D`` FLOP take at a realistic utilisation?
+  (:func:`training_flops`, :func:`training_time`)
+* **Communication**: how many gradient bytes must cross the links each step,
+  and how long does that take? (:func:`gradient_comm_bytes_per_gpu`,
+  :func:`gradient_comm_time`)
+
+:func:`three_walls` puts the three together for one model on one kind of chip.
+Model state only: activations, temporary buffers and fragmentation come on
+top, so "fits" here is a necessary condition, not a sufficient one.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from types import MappingProxyType
+
+from ._check import check_choice, check_int, check_real
+from .cluster import ring_allreduce_time
+from .fmt import Text, fmt_bytes, fmt_rate, fmt_seconds
+from .hardware import Accelerator
+from .hardware import accelerator as _accelerator
+from .ring import ring_bytes_per_rank
+
+__all__ = [
+    "RECIPES",
+    "Recipe",
+    "StateBytes",
+    "training_flops",
+    "model_state_bytes",
+    "zero_state_bytes_per_gpu",
+    "min_gpus_to_fit",
+    "training_time",
+    "gradient_bytes",
+    "gradient_comm_bytes_per_gpu",
+    "gradient_comm_time",
+    "Walls",
+    "three_walls",
+]
+
+#: ZeRO stages: 0 = plain data parallelism, 1 = shard optimizer state,
+#: 2 = also gradients, 3 = also weights (Rajbhandari et al. 2020).
+ZERO_STAGES = (0, 1, 2, 3)
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """Bytes per parameter a training recipe keeps in memory.
+
+    ``optimizer`` counts the Adam moments; ``master`` an fp32 copy of the
+    weights kept for the update. ZeRO's "K" (optimizer state in the paper's
+    sense) is ``optimizer + master``.
+    """
+
+    name: str
+    weights: float
+    grads: float
+    optimizer: float
+    master: float
+    description: str
+
+    @property
+    def bytes_per_param(self) -> float:
+        return self.weights + self.grads + self.optimizer + self.master
+
+
+#: The recipes the book compares. Adam keeps two moments (m and v) per
+#: parameter, in fp32: 8 bytes.
+RECIPES = MappingProxyType(
+    {
+        "bf16_adam": Recipe("bf16_adam", 2, 2, 8, 0,
+                            "bf16 weights and gradients, fp32 Adam m and v (12 bytes/param)"),
+        "mixed_precision_adam": Recipe("mixed_precision_adam", 2, 2, 8, 4,
+                                       "bf16 weights and gradients, fp32 Adam m and v, fp32 master "
+                                       "weights (16 bytes/param)"),
+        "fp32_adam": Recipe("fp32_adam", 4, 4, 8, 0,
+                            "fp32 weights and gradients, fp32 Adam m and v (16 bytes/param)"),
+    }
+)
+
+
+def _recipe(recipe) -> Recipe:
+    if isinstance(recipe, Recipe):
+        return recipe
+    return RECIPES[check_choice("recipe", recipe, list(RECIPES))]
+
+
+class StateBytes(float):
+    """Bytes of model state, and what they are made of.
+
+    A ``float`` (the total, in bytes), so it compares and computes like a
+    number, with the parts as attributes: ``weights``, ``grads``,
+    ``optimizer`` (Adam's moments) and ``master`` (fp32 master weights).
+
+    >>> s = model_state_bytes(1e9, recipe="mixed_precision_adam")
+    >>> s == 16e9, s.total, s.optimizer, s.master
+    (True, 16000000000.0, 8000000000.0, 4000000000.0)
+    """
+
+    __slots__ = ("weights", "grads", "optimizer", "master", "recipe", "params")
+
+    def __new__(cls, *, weights, grads, optimizer, master, recipe="", params=math.nan):
+        obj = super().__new__(cls, weights + grads + optimizer + master)
+        obj.weights = float(weights)
+        obj.grads = float(grads)
+        obj.optimizer = float(optimizer)
+        obj.master = float(master)
+        obj.recipe = recipe
+        obj.params = float(params)
+        return obj
+
+    @property
+    def total(self) -> float:
+        """All of it, bytes."""
+        return float(self)
+
+    @property
+    def optimizer_states(self) -> float:
+        """Adam moments plus master weights: the ZeRO paper's ``K * N``."""
+        return self.optimizer + self.master
+
+    def parts(self) -> dict[str, float]:
+        """``{"weights": ..., "grads": ..., "optimizer": ..., "master": ...}``."""
+        return {"weights": self.weights, "grads": self.grads, "optimizer": self.optimizer, "master": self.master}
+
+    def __repr__(self) -> str:
+        inner = ", ".join(f"{k}={v:.4g}" for k, v in self.parts().items())
+        return f"StateBytes(total={float(self):.4g}, {inner})"
+
+    def __reduce__(self):
+        return (_state_bytes, (self.weights, self.grads, self.optimizer, self.master, self.recipe, self.params))
+
+
+def _state_bytes(weights, grads, optimizer, master, recipe, params):
+    return StateBytes(weights=weights, grads=grads, optimizer=optimizer, master=master, recipe=recipe, params=params)
+
+
+def training_flops(params, tokens) -> float:
+    """FLOP to train a dense transformer of ``params`` parameters on ``tokens`` tokens: ``6 N D``.
+
+    Where the 6 comes from: in the forward pass every parameter takes part in
+    one multiply-add per token, and a multiply-add is 2 FLOP, so the forward
+    pass costs ``2 N`` FLOP per token. The backward pass costs twice that,
+    ``4 N``: for each weight matrix it computes one matrix product for the
+    gradient with respect to the layer's input (to continue backpropagation)
+    and one for the gradient with respect to the weights. ``2 + 4 = 6``.
+
+    The optimizer update is *not* in the 6: Adam touches each parameter a
+    handful of times **per step**, not per token, so it costs ``O(N)`` per
+    step, which is negligible next to ``6 N`` times the hundreds of thousands
+    to millions of tokens in a step. Attention's ``O(s^2)`` score FLOP and
+    activation recomputation are also left out.
+
+    Parameters
+    ----------
+    params : float
+        Parameters ``N`` (> 0).
+    tokens : float
+        Training tokens ``D`` (> 0).
+
+    Returns
+    -------
+    float
+        FLOP.
+
+    Examples
+    --------
+    GPT-3: 175 billion parameters on 300 billion tokens.
+
+    >>> training_flops(175e9, 300e9)
+    3.15e+23
+    """
+    params = check_real("params", params, minimum=0, strict_min=True)
+    tokens = check_real("tokens", tokens, minimum=0, strict_min=True)
+    return 6.0 * params * tokens
+
+
+def model_state_bytes(params, *, recipe) -> StateBytes:
+    """Bytes of weights, gradients and optimizer state of one model copy.
+
+    Parameters
+    ----------
+    params : float
+        Parameters (> 0).
+    recipe : str
+        ``"bf16_adam"``: bf16 weights (2 B) and gradients (2 B), fp32 Adam
+        moments m and v (4 + 4 B): 12 bytes per parameter.
+        ``"mixed_precision_adam"``: the same plus an fp32 master copy of the
+        weights (4 B): 16 bytes per parameter, the ZeRO paper's accounting
+        (2 + 2 + K with K = 12).
+        ``"fp32_adam"``: everything in fp32: 4 + 4 + 8 = 16 bytes per parameter.
+
+    Returns
+    -------
+    StateBytes
+        A float (the total) with ``.weights``, ``.grads``, ``.optimizer``,
+        ``.master`` and ``.total``.
+
+    Examples
+    --------
+    A 7B model with mixed-precision Adam needs 112 GB, more than one 80 GB GPU:
+
+    >>> model_state_bytes(7e9, recipe="mixed_precision_adam").total / 1e9
+    112.0
+    >>> model_state_bytes(7e9, recipe="bf16_adam") / 1e9
+    84.0
+    """
+    params = check_real("params", params, minimum=0, strict_min=True)
+    r = _recipe(recipe)
+    return StateBytes(weights=r.weights * params, grads=r.grads * params, optimizer=r.optimizer * params,
+                      master=r.master * params, recipe=r.name, params=params)
+
+
+def zero_state_bytes_per_gpu(params, *, recipe, dp, stage) -> StateBytes:
+    """Model-state bytes on each of ``dp`` data-parallel GPUs under ZeRO ``stage``.
+
+    ZeRO (Rajbhandari et al. 2020) shards the replicated state across the
+    ``dp`` ranks: stage 1 shards the optimizer state (Adam moments *and* the
+    fp32 master weights), stage 2 also the gradients, stage 3 also the
+    weights. Stage 0 is plain data parallelism: every GPU holds everything.
+    With the paper's mixed-precision Adam (``2 + 2 + K`` bytes per parameter,
+    K = 12) the per-GPU memory is ``(4 + K / dp) N`` at stage 1,
+    ``(2 + (2 + K) / dp) N`` at stage 2 and ``(4 + K) N / dp`` at stage 3.
+
+    Parameters
+    ----------
+    params : float
+        Parameters (> 0).
+    recipe : str
+        See :func:`model_state_bytes`.
+    dp : int
+        Data-parallel ranks sharing the state (>= 1).
+    stage : int
+        ZeRO stage, 0, 1, 2 or 3.
+
+    Returns
+    -------
+    StateBytes
+
+    Examples
+    --------
+    The paper's example, 7.5B parameters on 64 GPUs: 120 GB, 31.4 GB, 16.6 GB, 1.9 GB.
+
+    >>> [round(zero_state_bytes_per_gpu(7.5e9, recipe="mixed_precision_adam", dp=64, stage=s) / 1e9, 1)
+    ...  for s in (0, 1, 2, 3)]
+    [120.0, 31.4, 16.6, 1.9]
+    """
+    full = model_state_bytes(params, recipe=recipe)
+    dp = check_int("dp", dp, minimum=1)
+    stage = check_int("stage", stage, minimum=0, maximum=3)
+    return StateBytes(
+        weights=full.weights / (dp if stage >= 3 else 1),
+        grads=full.grads / (dp if stage >= 2 else 1),
+        optimizer=full.optimizer / (dp if stage >= 1 else 1),
+        master=full.master / (dp if stage >= 1 else 1),
+        recipe=full.recipe,
+        params=full.params,
+    )
+
+
+def min_gpus_to_fit(params, *, recipe, hbm_bytes, stage) -> float:
+    """Fewest data-parallel GPUs whose HBM holds the model state under ZeRO ``stage``.
+
+    Returns ``math.inf`` when no number of GPUs is enough (stage 0 never
+    shards anything; stages 1 and 2 keep some state replicated).
+
+    Examples
+    --------
+    A 70B model with mixed-precision Adam on 80 GB GPUs with ZeRO-3 needs
+    ``16 * 70e9 / 80e9 = 14`` of them:
+
+    >>> min_gpus_to_fit(70e9, recipe="mixed_precision_adam", hbm_bytes=80e9, stage=3)
+    14
+    >>> min_gpus_to_fit(70e9, recipe="mixed_precision_adam", hbm_bytes=80e9, stage=0)
+    inf
+    """
+    full = model_state_bytes(params, recipe=recipe)
+    hbm_bytes = check_real("hbm_bytes", hbm_bytes, minimum=0, strict_min=True)
+    stage = check_int("stage", stage, minimum=0, maximum=3)
+    replicated = {0: full.total, 1: full.weights + full.grads, 2: full.weights, 3: 0.0}[stage]
+    sharded = full.total - replicated
+    if replicated > hbm_bytes or (sharded > 0 and replicated == hbm_bytes):
+        return math.inf
+    if sharded == 0:
+        return 1
+
+    def fits(dp):  # the very sum zero_state_bytes_per_gpu makes, so both agree to the last bit
+        return zero_state_bytes_per_gpu(params, recipe=recipe, dp=dp, stage=stage).total <= hbm_bytes
+
+    dp = max(1, math.ceil(sharded / (hbm_bytes - replicated)))
+    while dp > 1 and fits(dp - 1):
+        dp -= 1
+    while not fits(dp):
+        dp += 1
+    return dp
+
+
+def _peak(flops_per_chip) -> float:
+    if isinstance(flops_per_chip, (Accelerator, str)):
+        return _accelerator(flops_per_chip).bf16_flops
+    return check_real("flops_per_chip", flops_per_chip, minimum=0, strict_min=True)
+
+
+def training_time(params, tokens, *, flops_per_chip, mfu, chips=1) -> float:
+    """Seconds to train on ``chips`` chips that each sustain ``mfu`` of their peak.
+
+    ``6 N D / (chips * mfu * flops_per_chip)``: perfect scaling across chips,
+    no communication (the communication wall is separate).
+
+    Parameters
+    ----------
+    params, tokens : float
+        Model size ``N`` and training tokens ``D`` (> 0).
+    flops_per_chip : float, str or Accelerator
+        Peak dense FLOP/s of one chip, or an accelerator (name or spec), whose
+        dense BF16 peak is used.
+    mfu : float
+        Model FLOP utilisation in (0, 1]: the fraction of peak actually used.
+    chips : int
+        Chips working together (>= 1).
+
+    Examples
+    --------
+    GPT-3 on one A100 at 100% of its 312 TFLOP/s dense BF16 peak: 32 years.
+
+    >>> round(training_time(175e9, 300e9, flops_per_chip=312e12, mfu=1.0) / (365.25 * 86400), 1)
+    32.0
+    """
+    flops = training_flops(params, tokens)
+    peak = _peak(flops_per_chip)
+    mfu = check_real("mfu", mfu, minimum=0, maximum=1, strict_min=True)
+    chips = check_int("chips", chips, minimum=1)
+    return flops / (chips * mfu * peak)
+
+
+def gradient_bytes(params, *, bytes_per_value=2) -> float:
+    """Size of one full gradient, bytes (``params * bytes_per_value``).
+
+    >>> gradient_bytes(7e9) / 1e9
+    14.0
+    """
+    params = check_real("params", params, minimum=0, strict_min=True)
+    bytes_per_value = check_real("bytes_per_value", bytes_per_value, minimum=0, strict_min=True)
+    return params * bytes_per_value
+
+
+def gradient_comm_bytes_per_gpu(params, p, *, recipe="bf16_adam", stage=0) -> float:
+    """Bytes each GPU sends per step to keep ``p`` data-parallel replicas in step.
+
+    Stage 0 (plain data parallelism): one ring all-reduce of the gradient,
+    ``2 (p - 1) / p * N * grad_bytes`` (:func:`distlib.ring_bytes_per_rank`).
+    Stages 1 and 2: a reduce-scatter of the gradient (each GPU keeps the sum
+    for its shard) and an all-gather of the updated weights, ``(p - 1) / p``
+    of a buffer each: the same volume when gradients and weights have the
+    same width. Stage 3: weights are gathered in the forward and again in the
+    backward pass, plus the gradient reduce-scatter: 1.5 times stage 0, as the
+    ZeRO paper states.
+
+    Examples
+    --------
+    >>> gradient_comm_bytes_per_gpu(7e9, 8) / 1e9       # 2 * 7/8 * 14 GB
+    24.5
+    >>> gradient_comm_bytes_per_gpu(7e9, 8, stage=3) / 1e9
+    36.75
+    """
+    params = check_real("params", params, minimum=0, strict_min=True)
+    p = check_int("p", p, minimum=1)
+    r = _recipe(recipe)
+    stage = check_int("stage", stage, minimum=0, maximum=3)
+    grad = params * r.grads
+    weights = params * r.weights
+    share = (p - 1) / p
+    if stage == 0:
+        return ring_bytes_per_rank(grad, p)
+    if stage in (1, 2):
+        return share * (grad + weights)
+    return share * (grad + 2 * weights)
+
+
+def _ring_passes(stage: int) -> int:
+    """Ring collectives of ``p - 1`` steps each per training step."""
+    return {0: 2, 1: 2, 2: 2, 3: 3}[stage]
+
+
+def gradient_comm_time(params, p, *, bandwidth, alpha=0.0, recipe="bf16_adam", stage=0) -> float:
+    """Seconds per step for the communication of :func:`gradient_comm_bytes_per_gpu`.
+
+    Ring collectives over links of ``bandwidth`` bytes/s (one direction), each
+    ring step paying latency ``alpha``. Stage 0 is exactly
+    :func:`distlib.ring_allreduce_time` of the gradient.
+
+    Examples
+    --------
+    >>> gradient_comm_time(7e9, 8, bandwidth=450e9)   # 24.5 GB at 450 GB/s
+    0.05444444444444444
+    """
+    n_bytes = gradient_comm_bytes_per_gpu(params, p, recipe=recipe, stage=stage)
+    bandwidth = check_real("bandwidth", bandwidth, minimum=0, strict_min=True)
+    alpha = check_real("alpha", alpha, minimum=0)
+    if stage == 0:
+        return ring_allreduce_time(params * _recipe(recipe).grads, p, bandwidth=bandwidth, alpha=alpha)
+    return _ring_passes(stage) * (p - 1) * alpha + n_bytes / bandwidth
+
+
+@dataclass(frozen=True)
+class Walls:
+    """One training run against the three walls (SI units throughout).
+
+    Memory: ``state`` (one full model copy), ``state_per_gpu`` (after ZeRO
+    sharding over ``chips``), ``hbm_bytes`` and ``fits``. Compute: ``flops``,
+    ``time_one_chip``, ``compute_time_cluster``. Communication per step:
+    ``comm_bytes_per_step`` (sent by each GPU), ``comm_time_per_step``, and
+    over the run ``steps``, ``comm_time_total`` and ``time_cluster`` (compute
+    then communication, no overlap).
+    """
+
+    params: float
+    tokens: float
+    recipe: str
+    accelerator: Accelerator
+    mfu: float
+    chips: int
+    stage: int
+    tokens_per_step: float
+    link_bandwidth: float
+    alpha: float
+    flops: float
+    state: StateBytes
+    state_per_gpu: StateBytes
+    hbm_bytes: float
+    time_one_chip: float
+    compute_time_cluster: float
+    steps: int
+    compute_time_per_step: float
+    comm_bytes_per_step: float
+    comm_time_per_step: float
+
+    @property
+    def fits(self) -> bool:
+        """True when the model state per GPU fits in one chip's HBM."""
+        return self.state_per_gpu.total <= self.hbm_bytes
+
+    @property
+    def memory_fraction(self) -> float:
+        """Model state per GPU as a fraction of HBM (above 1: does not fit)."""
+        return self.state_per_gpu.total / self.hbm_bytes
+
+    @property
+    def min_gpus(self) -> float:
+        """Fewest GPUs that would hold the state at this ZeRO stage (``inf``: none)."""
+        return min_gpus_to_fit(self.params, recipe=self.recipe, hbm_bytes=self.hbm_bytes, stage=self.stage)
+
+    @property
+    def comm_time_total(self) -> float:
+        """Communication over the whole run, seconds."""
+        return self.steps * self.comm_time_per_step
+
+    @property
+    def time_cluster(self) -> float:
+        """Training time on the cluster, compute then communication (no overlap)."""
+        return self.compute_time_cluster + self.comm_time_total
+
+    @property
+    def time_cluster_overlap(self) -> float:
+        """Training time with communication perfectly hidden behind compute."""
+        return self.steps * max(self.compute_time_per_step, self.comm_time_per_step)
+
+    @property
+    def speedup(self) -> float:
+        """One-chip time over cluster time (no overlap)."""
+        return self.time_one_chip / self.time_cluster
+
+    @property
+    def communication_bound(self) -> bool:
+        """True when a step's communication outlasts its compute."""
+        return self.comm_time_per_step > self.compute_time_per_step
+
+    def summary(self) -> Text:
+        """A few lines of plain text with the three verdicts."""
+        chip = self.accelerator.name
+        lines = [
+            f"memory: {fmt_bytes(self.state_per_gpu.total)} of model state per GPU "
+            f"({self.recipe}, ZeRO-{self.stage} over {self.chips}) vs {fmt_bytes(self.hbm_bytes)} HBM on {chip}: "
+            + ("fits" if self.fits else f"does not fit ({self.memory_fraction:.1f}x HBM)"),
+            f"compute: {self.flops:.3g} FLOP; one {chip} at MFU {self.mfu:.0%}: {fmt_seconds(self.time_one_chip)}; "
+            f"{self.chips} chips: {fmt_seconds(self.time_cluster)}",
+            f"communication: {fmt_bytes(self.comm_bytes_per_step)} sent per GPU per step over "
+            f"{fmt_rate(self.link_bandwidth)} links (one direction): {fmt_seconds(self.comm_time_per_step)} "
+            f"vs {fmt_seconds(self.compute_time_per_step)} of compute per step",
+        ]
+        return Text("\n".join(lines))
+
+
+def three_walls(params, tokens, *, recipe="mixed_precision_adam", accelerator="H100", mfu=0.4, chips=1,
+          stage=0, tokens_per_step=4 * 2**20, link_bandwidth=None, alpha=0.0) -> Walls:
+    """The three walls for training ``params`` parameters on ``tokens`` tokens.
+
+    Parameters
+    ----------
+    params, tokens : float
+        Model size and training tokens (> 0).
+    recipe : str
+        Memory recipe, see :func:`model_state_bytes`.
+    accelerator : str or Accelerator
+        Which chip (a name from :func:`distlib.accelerator_names` or a spec).
+    mfu : float
+        Model FLOP utilisation in (0, 1].
+    chips : int
+        Data-parallel chips in the cluster (>= 1); ZeRO shards over all of them.
+    stage : int
+        ZeRO stage 0-3.
+    tokens_per_step : float
+        Global batch in tokens (> 0); sets how many steps, hence how many
+        gradient exchanges, the run has. Default 4 Mi tokens.
+    link_bandwidth : float, optional
+        Bytes/s per GPU in one direction for the ring; default the chip's
+        scale-up link bandwidth from the table.
+    alpha : float
+        Per-message latency of a ring step, seconds (>= 0).
+
+    Returns
+    -------
+    Walls
+
+    Examples
+    --------
+    A 7B model on one 80 GB H100 does not fit with mixed-precision Adam:
+
+    >>> w = three_walls(7e9, 1e12, recipe="mixed_precision_adam", accelerator="H100")
+    >>> w.state_per_gpu.total / 1e9, w.fits
+    (112.0, False)
+
+    A 70B model with ZeRO-3 across an 8-GPU H100 node still needs 140 GB per GPU:
+
+    >>> w = three_walls(70e9, 1e12, accelerator="H100", chips=8, stage=3)
+    >>> w.state_per_gpu.total / 1e9, w.fits, w.min_gpus
+    (140.0, False, 14)
+    """
+    spec = _accelerator(accelerator)
+    r = _recipe(recipe)
+    flops = training_flops(params, tokens)
+    mfu = check_real("mfu", mfu, minimum=0, maximum=1, strict_min=True)
+    chips = check_int("chips", chips, minimum=1)
+    stage = check_int("stage", stage, minimum=0, maximum=3)
+    tokens_per_step = check_real("tokens_per_step", tokens_per_step, minimum=0, strict_min=True)
+    if link_bandwidth is None:
+        link_bandwidth = spec.link_bandwidth
+    link_bandwidth = check_real("link_bandwidth", link_bandwidth, minimum=0, strict_min=True)
+    alpha = check_real("alpha", alpha, minimum=0)
+    params = float(params)
+    tokens = float(tokens)
+    steps = max(1, math.ceil(tokens / tokens_per_step))
+    time_one = training_time(params, tokens, flops_per_chip=spec.bf16_flops, mfu=mfu)
+    compute_cluster = time_one / chips
+    return Walls(
+        params=params,
+        tokens=tokens,
+        recipe=r.name,
+        accelerator=spec,
+        mfu=mfu,
+        chips=chips,
+        stage=stage,
+        tokens_per_step=tokens_per_step,
+        link_bandwidth=link_bandwidth,
+        alpha=alpha,
+        flops=flops,
+        state=model_state_bytes(params, recipe=r.name),
+        state_per_gpu=zero_state_bytes_per_gpu(params, recipe=r.name, dp=chips, stage=stage),
+        hbm_bytes=spec.hbm_bytes,
+        time_one_chip=time_one,
+        compute_time_cluster=compute_cluster,
+        steps=steps,
+        compute_time_per_step=compute_cluster / steps,
+        comm_bytes_per_step=gradient_comm_bytes_per_gpu(params, chips, recipe=r.name, stage=stage),
+        comm_time_per_step=gradient_comm_time(params, chips, bandwidth=link_bandwidth, alpha=alpha,
+                                              recipe=r.name, stage=stage),
+    )

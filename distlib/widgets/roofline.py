@@ -1,0 +1,88 @@
+"""The roofline explorer: pick a chip, an operation and its size; see where it lands.
+
+``RooflineWidget().placement`` is the current :class:`distlib.roofline.Placement`.
+"""
+
+from __future__ import annotations
+
+import html
+
+import ipywidgets as w
+
+from ..fmt import fmt_bytes, fmt_flops, fmt_seconds
+from ..hardware import accelerator as _accelerator
+from ..hardware import accelerator_names, accelerators
+from ..plots.roofline import RooflinePicture
+from ..roofline import OPERATION_KINDS, Operation, Placement, operation
+from ._base import FigureImage, label_style
+
+__all__ = ["RooflineWidget"]
+
+SIZE_LOG2_RANGE = (4, 15)  # n from 16 to 32768
+
+
+class RooflineWidget(w.VBox):
+    """Accelerator and operation menus and a size slider over every chip's roofline.
+
+    Attributes
+    ----------
+    placement : Placement
+        The chosen operation on the chosen chip (bound, attainable FLOP/s, time).
+    operation : Operation
+        The chosen operation at the chosen size.
+    """
+
+    def __init__(self, *, accelerator="H100", kind="matmul (n x n x n)", n=1024):
+        style = label_style()
+        layout = w.Layout(width="420px")
+        self.accelerator_dropdown = w.Dropdown(options=accelerator_names(), value=_accelerator(accelerator).name,
+                                               description="accelerator", style=style, layout=layout)
+        self.operation_dropdown = w.Dropdown(options=list(OPERATION_KINDS), value=kind, description="operation",
+                                             style=style, layout=layout)
+        lo, hi = SIZE_LOG2_RANGE
+        if not (2**lo <= n <= 2**hi):
+            raise ValueError(f"n must be in [{2**lo}, {2**hi}], got {n!r}")
+        self.size_slider = w.FloatLogSlider(value=n, base=2, min=lo, max=hi, step=1, description="size n",
+                                            readout_format=".0f", style=style, layout=layout)
+        self.controls = [self.accelerator_dropdown, self.operation_dropdown, self.size_slider]
+
+        self.fig = FigureImage(figsize=(5.6, 3.6), dpi=80)
+        self.picture = RooflinePicture(self.fig.ax, accelerators())
+        self.fig.ax.set_title("grey: every chip in the table; blue: the chosen one", fontsize=9)
+        self.fig.figure.tight_layout(pad=0.6)
+        self.fig.set_animated(self.picture.dynamic_artists)
+
+        self.summary = w.HTML()
+        self.operation: Operation | None = None
+        self.placement: Placement | None = None
+        self.update()
+        for c in self.controls:
+            c.observe(self._on_change, names="value")
+        super().__init__([w.VBox(self.controls), self.fig.image, self.summary])
+
+    @property
+    def n(self) -> int:
+        return int(round(self.size_slider.value))
+
+    def _on_change(self, change):
+        self.update()
+
+    def update(self) -> Placement:
+        """Rebuild the operation, place it, redraw; return the placement."""
+        spec = _accelerator(self.accelerator_dropdown.value)
+        self.operation = op = operation(self.operation_dropdown.value, self.n)
+        self.placement = pl = self.picture.update(spec, op)
+        self.fig.render()
+        ridge = pl.roof.ridge_point
+        side = "below" if op.intensity < ridge else "above"
+        color = "#d62728" if pl.bound == "memory" else "#2ca02c"
+        self.summary.value = (
+            f"<div style='font-size:0.9em'><b>{html.escape(op.name)}</b>: {op.flops:.3g} FLOP, "
+            f"{fmt_bytes(op.n_bytes)} moved, intensity {op.intensity:.3g} FLOP/byte, {side} "
+            f"{html.escape(spec.name)}'s ridge of {ridge:.0f} FLOP/byte: "
+            f"<b style='color:{color}'>{pl.bound}-bound</b>.<br>"
+            f"Roofline time {fmt_seconds(pl.time)} (compute {fmt_seconds(pl.compute_time)}, memory "
+            f"{fmt_seconds(pl.memory_time)}); attainable {fmt_flops(pl.attainable_flops)}, "
+            f"{100 * pl.fraction_of_peak:.3g}% of the dense BF16 peak.</div>"
+        )
+        return pl

@@ -1,0 +1,135 @@
+"""The three-walls calculator: memory per GPU, training time, communication per step.
+
+``WallsWidget().result`` is the current :class:`distlib.walls.Walls`; set any
+control's ``.value`` and it is recomputed and redrawn at once.
+"""
+
+from __future__ import annotations
+
+import html
+
+import ipywidgets as w
+
+from ..fmt import fmt_bytes, fmt_rate, fmt_seconds
+from ..hardware import accelerator as _accelerator
+from ..hardware import accelerator_names
+from ..plots.walls import MemoryBars, TimeBars
+from ..walls import RECIPES, Walls, three_walls, zero_state_bytes_per_gpu
+from ._base import FigureImage, label_style
+
+__all__ = ["WallsWidget", "CHIP_COUNTS"]
+
+#: Cluster sizes offered: powers of two from one chip to 16,384.
+CHIP_COUNTS = [2**i for i in range(15)]
+TIME_RANGE = (1.0, 1e14)  # seconds: 1 s to about 3 million years
+
+
+class WallsWidget(w.VBox):
+    """Sliders for a training run; bars for the memory and compute walls; text for communication.
+
+    Attributes
+    ----------
+    result : Walls
+        The current model result.
+    controls : list
+        The input widgets, in display order.
+    """
+
+    def __init__(self, *, params=7e9, tokens=1e12, recipe="mixed_precision_adam", accelerator="H100",
+                 mfu=0.4, chips=8, stage=0):
+        style = label_style()
+        layout = w.Layout(width="400px")
+        self.params_slider = w.FloatLogSlider(value=params, base=10, min=8, max=12.3, step=0.05,
+                                              description="parameters", readout_format=".3g",
+                                              continuous_update=False, style=style, layout=layout)
+        self.tokens_slider = w.FloatLogSlider(value=tokens, base=10, min=9, max=13.3, step=0.05,
+                                              description="training tokens", readout_format=".3g",
+                                              continuous_update=False, style=style, layout=layout)
+        self.recipe_dropdown = w.Dropdown(options=[(f"{k}: {r.bytes_per_param:g} B/param", k)
+                                                   for k, r in RECIPES.items()],
+                                          value=recipe, description="recipe", style=style, layout=layout)
+        self.accelerator_dropdown = w.Dropdown(options=accelerator_names(), value=_accelerator(accelerator).name,
+                                               description="accelerator", style=style, layout=layout)
+        self.mfu_slider = w.FloatSlider(value=mfu, min=0.05, max=1.0, step=0.05, description="MFU",
+                                        readout_format=".2f", continuous_update=False, style=style,
+                                        layout=layout)
+        if chips not in CHIP_COUNTS:
+            raise ValueError(f"chips must be one of {CHIP_COUNTS}, got {chips!r}")
+        self.chips_dropdown = w.Dropdown(options=CHIP_COUNTS, value=chips, description="chips (data parallel)",
+                                         style=style, layout=layout)
+        self.stage_buttons = w.ToggleButtons(options=[(f"ZeRO-{s}", s) for s in range(4)], value=stage,
+                                             description="ZeRO stage", style=style)
+        self.controls = [self.params_slider, self.tokens_slider, self.recipe_dropdown, self.accelerator_dropdown,
+                         self.mfu_slider, self.chips_dropdown, self.stage_buttons]
+
+        self.fig = FigureImage(figsize=(7.4, 3.0), dpi=80)
+        figure = self.fig.figure
+        figure.delaxes(self.fig.ax)
+        self.mem_ax, self.time_ax = figure.subplots(1, 2, gridspec_kw={"width_ratios": [1.25, 1]})
+        self.fig.ax = self.mem_ax
+        self.memory = MemoryBars(self.mem_ax, [f"ZeRO-{s}" for s in range(4)], relative=True, ymax=2.0,
+                                 totals="highlight")
+        self.mem_ax.set_title("memory wall: model state per GPU", fontsize=9)
+        self.times = TimeBars(self.time_ax, ylim=TIME_RANGE)
+        self.time_ax.set_title("compute wall: training time", fontsize=9)
+        figure.tight_layout(pad=0.6)
+        self.fig.set_animated(self.memory.dynamic_artists + self.times.dynamic_artists)
+
+        self.summary = w.HTML()
+        self.result: Walls | None = None
+        self.update()
+        for c in self.controls:
+            c.observe(self._on_change, names="value")
+        super().__init__([w.VBox(self.controls), self.fig.image, self.summary])
+
+    def _on_change(self, change):
+        self.update()
+
+    def compute(self) -> Walls:
+        """The model result for the current control values."""
+        return three_walls(
+            self.params_slider.value,
+            self.tokens_slider.value,
+            recipe=self.recipe_dropdown.value,
+            accelerator=self.accelerator_dropdown.value,
+            mfu=self.mfu_slider.value,
+            chips=self.chips_dropdown.value,
+            stage=self.stage_buttons.value,
+        )
+
+    def update(self) -> Walls:
+        """Recompute, redraw the picture and the text; return the result."""
+        self.result = r = self.compute()
+        states = [zero_state_bytes_per_gpu(r.params, recipe=r.recipe, dp=r.chips, stage=s) for s in range(4)]
+        self.memory.update(states, hbm_bytes=r.hbm_bytes, highlight=r.stage)
+        self.times.update(r)
+        self.fig.render()
+        self.summary.value = _summary_html(r, states)
+        return r
+
+
+def _summary_html(r: Walls, states) -> str:
+    chip = html.escape(r.accelerator.name)
+    if r.fits:
+        mem = (f"<b style='color:#2ca02c'>fits</b>: {fmt_bytes(r.state_per_gpu.total)} of model state per GPU, "
+               f"{r.memory_fraction:.0%} of {chip}'s {fmt_bytes(r.hbm_bytes)} (activations not counted)")
+    else:
+        need = r.min_gpus
+        hint = (f"ZeRO-{r.stage} would need at least {need:,} chips" if need != float("inf")
+                else f"no number of chips is enough at ZeRO-{r.stage}")
+        mem = (f"<b style='color:#d62728'>does not fit</b>: {fmt_bytes(r.state_per_gpu.total)} per GPU is "
+               f"{r.memory_fraction:.1f}x {chip}'s {fmt_bytes(r.hbm_bytes)}; {hint}")
+    comm_verdict = ("<b style='color:#d62728'>longer than</b>" if r.communication_bound
+                    else "<b style='color:#2ca02c'>shorter than</b>")
+    per_stage = " &middot; ".join(f"ZeRO-{s}: {fmt_bytes(st.total)}" for s, st in enumerate(states))
+    return (
+        f"<div style='font-size:0.9em'>"
+        f"<b>memory</b>: {mem}<br>"
+        f"&nbsp;&nbsp;per GPU over {r.chips:,} chips: {per_stage}<br>"
+        f"<b>compute</b>: {r.flops:.3g} FLOP; one {chip} at MFU {r.mfu:.0%}: {fmt_seconds(r.time_one_chip)}; "
+        f"{r.chips:,} chips: {fmt_seconds(r.time_cluster)} ({r.steps:,} steps of {r.tokens_per_step:,.0f} tokens)<br>"
+        f"<b>communication</b>: each GPU sends {fmt_bytes(r.comm_bytes_per_step)} per step over "
+        f"{fmt_rate(r.link_bandwidth)} {html.escape(r.accelerator.link_name)} (one direction): "
+        f"{fmt_seconds(r.comm_time_per_step)}, {comm_verdict} the {fmt_seconds(r.compute_time_per_step)} "
+        f"of compute per step</div>"
+    )

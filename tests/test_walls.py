@@ -1,0 +1,202 @@
+"""The three walls: 6ND, model-state bytes, ZeRO sharding, time and communication."""
+
+import math
+import pickle
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import distlib as dl
+from distlib import walls as W
+
+params_st = st.floats(min_value=1e6, max_value=1e13, allow_nan=False)
+dp_st = st.integers(min_value=1, max_value=4096)
+recipe_st = st.sampled_from(sorted(W.RECIPES))
+
+
+# --- compute -----------------------------------------------------------------
+
+def test_gpt3_training_flops_is_6nd():
+    assert dl.training_flops(175e9, 300e9) == pytest.approx(3.15e23, rel=1e-12)
+
+
+@given(params_st, st.floats(min_value=1e6, max_value=1e14))
+def test_training_flops_is_linear_in_both(n, d):
+    assert dl.training_flops(n, d) == pytest.approx(6 * n * d, rel=1e-12)
+    assert dl.training_flops(2 * n, d) == pytest.approx(2 * dl.training_flops(n, d), rel=1e-12)
+
+
+def test_training_flops_docstring_keeps_the_optimizer_out_of_the_6():
+    doc = W.training_flops.__doc__
+    assert "not* in the 6" in doc and "per step" in doc
+
+
+def test_gpt3_on_one_a100_takes_32_years_at_full_peak():
+    seconds = dl.training_time(175e9, 300e9, flops_per_chip=312e12, mfu=1.0)
+    assert seconds / (365.25 * 86400) == pytest.approx(32.0, abs=0.05)
+    # a name works too and gives the same dense peak
+    assert dl.training_time(175e9, 300e9, flops_per_chip="A100", mfu=1.0) == pytest.approx(seconds)
+
+
+@given(st.floats(min_value=0.05, max_value=1.0), st.integers(min_value=1, max_value=10_000))
+def test_training_time_scales_inversely_with_mfu_and_chips(mfu, chips):
+    base = dl.training_time(7e9, 1e12, flops_per_chip=1e15, mfu=1.0)
+    t = dl.training_time(7e9, 1e12, flops_per_chip=1e15, mfu=mfu, chips=chips)
+    assert t == pytest.approx(base / (mfu * chips), rel=1e-12)
+
+
+# --- memory ------------------------------------------------------------------
+
+@pytest.mark.parametrize("recipe,per_param,parts", [
+    ("bf16_adam", 12, (2, 2, 8, 0)),
+    ("mixed_precision_adam", 16, (2, 2, 8, 4)),
+    ("fp32_adam", 16, (4, 4, 8, 0)),
+])
+def test_recipe_bytes_per_param(recipe, per_param, parts):
+    s = dl.model_state_bytes(1e9, recipe=recipe)
+    assert s.total == pytest.approx(per_param * 1e9)
+    assert (s.weights, s.grads, s.optimizer, s.master) == tuple(p * 1e9 for p in parts)
+    assert float(s) == s.total  # usable as a plain number
+
+
+def test_7b_with_mixed_precision_adam_needs_112_gb_and_does_not_fit_80_gb():
+    s = dl.model_state_bytes(7e9, recipe="mixed_precision_adam")
+    assert s.total == pytest.approx(112e9)
+    assert s > 80e9
+    assert not dl.three_walls(7e9, 1e12, recipe="mixed_precision_adam", accelerator="H100").fits
+    assert not dl.three_walls(7e9, 1e12, recipe="mixed_precision_adam", accelerator="A100").fits
+    assert dl.three_walls(7e9, 1e12, recipe="mixed_precision_adam", accelerator="H200").fits  # 141 GB
+
+
+def test_zero_paper_example_7_5b_on_64_gpus():
+    # Rajbhandari et al. 2020, Figure 1: 120 GB, 31.4 GB, 16.6 GB, 1.9 GB
+    got = [W.zero_state_bytes_per_gpu(7.5e9, recipe="mixed_precision_adam", dp=64, stage=s) / 1e9
+           for s in range(4)]
+    assert got == pytest.approx([120.0, 31.4, 16.6, 1.875], abs=0.05)
+
+
+@given(params_st, dp_st)
+def test_zero_formulas_match_the_paper_with_k_12(n, dp):
+    z = [W.zero_state_bytes_per_gpu(n, recipe="mixed_precision_adam", dp=dp, stage=s).total for s in range(4)]
+    k = 12
+    assert z[0] == pytest.approx((4 + k) * n, rel=1e-12)
+    assert z[1] == pytest.approx((4 + k / dp) * n, rel=1e-12)
+    assert z[2] == pytest.approx((2 + (2 + k) / dp) * n, rel=1e-12)
+    assert z[3] == pytest.approx((4 + k) * n / dp, rel=1e-12)
+
+
+@given(params_st, dp_st, recipe_st)
+def test_zero_stages_never_use_more_memory_and_one_gpu_changes_nothing(n, dp, recipe):
+    z = [W.zero_state_bytes_per_gpu(n, recipe=recipe, dp=dp, stage=s).total for s in range(4)]
+    assert all(a >= b * (1 - 1e-12) for a, b in zip(z, z[1:]))
+    full = dl.model_state_bytes(n, recipe=recipe).total
+    assert z[0] == pytest.approx(full)
+    ones = [W.zero_state_bytes_per_gpu(n, recipe=recipe, dp=1, stage=s).total for s in range(4)]
+    assert ones == pytest.approx([full] * 4)
+    # stage 3 shards everything: dp copies add back up to one model
+    assert z[3] * dp == pytest.approx(full, rel=1e-9)
+
+
+def test_70b_across_an_8_gpu_node_with_zero3():
+    w = dl.three_walls(70e9, 1e12, recipe="mixed_precision_adam", accelerator="H100", chips=8, stage=3)
+    assert w.state_per_gpu.total == pytest.approx(140e9)
+    assert not w.fits and w.min_gpus == 14
+    # on 192 GB MI300X or 180 GB B200 the same node holds it (model state only)
+    assert dl.three_walls(70e9, 1e12, accelerator="MI300X", chips=8, stage=3).fits
+    assert dl.three_walls(70e9, 1e12, accelerator="B200", chips=8, stage=3).fits
+    # with ZeRO-3 the 14 GPUs suffice; 13 do not
+    assert W.zero_state_bytes_per_gpu(70e9, recipe="mixed_precision_adam", dp=14, stage=3) <= 80e9
+    assert W.zero_state_bytes_per_gpu(70e9, recipe="mixed_precision_adam", dp=13, stage=3) > 80e9
+
+
+@given(params_st, recipe_st, st.sampled_from([0, 1, 2, 3]), st.floats(min_value=16e9, max_value=200e9))
+def test_min_gpus_to_fit_is_the_smallest_that_fits(n, recipe, stage, hbm):
+    k = W.min_gpus_to_fit(n, recipe=recipe, hbm_bytes=hbm, stage=stage)
+    if k == math.inf:
+        assert W.zero_state_bytes_per_gpu(n, recipe=recipe, dp=10**9, stage=stage).total > hbm
+        return
+    assert W.zero_state_bytes_per_gpu(n, recipe=recipe, dp=k, stage=stage).total <= hbm
+    if k > 1:
+        assert W.zero_state_bytes_per_gpu(n, recipe=recipe, dp=k - 1, stage=stage).total > hbm
+
+
+def test_state_bytes_pickles_and_reprs():
+    s = dl.model_state_bytes(2e9, recipe="bf16_adam")
+    t = pickle.loads(pickle.dumps(s))
+    assert t == s and t.optimizer == s.optimizer and t.recipe == "bf16_adam"
+    assert "optimizer=" in repr(s)
+
+
+# --- communication -----------------------------------------------------------
+
+@given(params_st, st.integers(min_value=1, max_value=1024))
+def test_stage0_comm_is_the_ring_allreduce_of_the_gradient(n, p):
+    grad = 2 * n  # bf16 gradients
+    assert W.gradient_comm_bytes_per_gpu(n, p) == pytest.approx(dl.ring_bytes_per_rank(grad, p), rel=1e-12)
+    assert W.gradient_comm_time(n, p, bandwidth=100e9, alpha=1e-5) == pytest.approx(
+        dl.ring_allreduce_time(grad, p, bandwidth=100e9, alpha=1e-5), rel=1e-12)
+
+
+@given(params_st, st.integers(min_value=2, max_value=1024))
+def test_zero3_moves_one_and_a_half_times_plain_data_parallelism(n, p):
+    base = W.gradient_comm_bytes_per_gpu(n, p, stage=0)
+    assert W.gradient_comm_bytes_per_gpu(n, p, stage=1) == pytest.approx(base, rel=1e-12)
+    assert W.gradient_comm_bytes_per_gpu(n, p, stage=2) == pytest.approx(base, rel=1e-12)
+    assert W.gradient_comm_bytes_per_gpu(n, p, stage=3) == pytest.approx(1.5 * base, rel=1e-12)
+
+
+def test_fp32_recipe_doubles_the_gradient_traffic():
+    assert W.gradient_comm_bytes_per_gpu(1e9, 8, recipe="fp32_adam") == pytest.approx(
+        2 * W.gradient_comm_bytes_per_gpu(1e9, 8, recipe="bf16_adam"))
+
+
+def test_walls_summary_for_gpt3_on_1024_h100():
+    w = dl.three_walls(175e9, 300e9, recipe="mixed_precision_adam", accelerator="H100", mfu=0.4, chips=1024,
+                 stage=3, tokens_per_step=3.2e6)
+    assert w.flops == pytest.approx(3.15e23)
+    assert w.steps == math.ceil(300e9 / 3.2e6)
+    assert w.time_one_chip == pytest.approx(3.15e23 / (0.4 * 989.5e12))
+    assert w.compute_time_cluster == pytest.approx(w.time_one_chip / 1024)
+    assert w.time_cluster == pytest.approx(w.compute_time_cluster + w.steps * w.comm_time_per_step)
+    assert w.link_bandwidth == 450e9  # H100 NVLink, one direction
+    assert w.fits  # 16 * 175e9 / 1024 = 2.7 GB
+    text = w.summary()
+    assert "fits" in text and "H100" in text and "450 GB/s" in text
+
+
+def test_walls_reports_communication_bound_on_a_slow_link():
+    fast = dl.three_walls(7e9, 1e12, chips=64, tokens_per_step=2**20, accelerator="H100")
+    slow = dl.three_walls(7e9, 1e12, chips=64, tokens_per_step=2**20, accelerator="H100", link_bandwidth=1e9)
+    assert not fast.communication_bound and slow.communication_bound
+    assert slow.time_cluster > fast.time_cluster
+    assert slow.time_cluster_overlap <= slow.time_cluster
+
+
+# --- bad inputs ----------------------------------------------------------------
+
+@pytest.mark.parametrize("call,match", [
+    (lambda: dl.training_flops(-1, 1e9), "params must be"),
+    (lambda: dl.training_flops(1e9, float("nan")), "tokens must be"),
+    (lambda: dl.model_state_bytes(-7e9, recipe="bf16_adam"), "params must be"),
+    (lambda: dl.model_state_bytes(7e9, recipe="adamw_int4"), "recipe must be one of 'bf16_adam'"),
+    (lambda: dl.training_time(7e9, 1e12, flops_per_chip=1e15, mfu=1.5), r"mfu must be a finite number in \(0, 1\]"),
+    (lambda: dl.training_time(7e9, 1e12, flops_per_chip=1e15, mfu=0.0), "mfu must be"),
+    (lambda: dl.training_time(7e9, 1e12, flops_per_chip=1e15, mfu=0.4, chips=0), "chips must be"),
+    (lambda: W.zero_state_bytes_per_gpu(7e9, recipe="bf16_adam", dp=0, stage=1), "dp must be an integer >= 1"),
+    (lambda: W.zero_state_bytes_per_gpu(7e9, recipe="bf16_adam", dp=8, stage=4), r"stage must be an integer in \[0, 3\]"),
+    (lambda: dl.three_walls(7e9, 1e12, accelerator="V100"), "known: A100, H100"),
+    (lambda: dl.three_walls(7e9, 1e12, mfu=-0.1), "mfu must be"),
+    (lambda: dl.three_walls(7e9, 1e12, chips=8, stage=4), "stage must be"),
+    (lambda: dl.three_walls(7e9, 1e12, recipe="sgd"), "recipe must be one of"),
+])
+def test_bad_inputs_raise_value_errors_that_name_the_argument(call, match):
+    with pytest.raises(ValueError, match=match):
+        call()
+
+
+def test_non_numbers_raise_type_error():
+    with pytest.raises(TypeError, match="params must be a number"):
+        dl.training_flops("7e9", 1e12)
+    with pytest.raises(TypeError, match="dp must be an integer"):
+        W.zero_state_bytes_per_gpu(7e9, recipe="bf16_adam", dp=2.5, stage=1)
