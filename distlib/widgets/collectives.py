@@ -1,0 +1,177 @@
+"""The alpha-beta chapter's widget: latency, bandwidth, ranks and size -> which algorithm wins.
+
+Set any slider's ``.value`` and read ``times``, ``winner``, ``crossovers``
+and ``regime``: they update synchronously.
+"""
+
+from __future__ import annotations
+
+import html
+
+import ipywidgets as w
+import numpy as np
+
+from ..collectives import ALGORITHMS, COLLECTIVES, Regime, collective_time, crossover_size, regime
+from ..fmt import fmt_bytes, fmt_rate, fmt_seconds
+from ..plots.collectives import (ALGORITHM_COLORS, ALGORITHM_LABELS as _LABELS, default_sizes,
+                                 format_bytes_axis, format_seconds_axis)
+from ._base import FigureImage, label_style
+
+__all__ = ["CollectivesWidget"]
+
+_SIZES = default_sizes(1.0, 1e10, 81)
+_TIME_RANGE = (1e-7, 1e4)  # seconds: alpha >= 1e-7 s; tree all-reduce of 10 GB at 100 MB/s, p = 1024: 4e3 s
+
+
+class CollectivesWidget(w.VBox):
+    """Sliders for alpha, bandwidth, p and message size; times of every algorithm.
+
+    Attributes
+    ----------
+    times : dict
+        ``algorithm -> seconds`` at the chosen size.
+    winner : str
+        The fastest algorithm there (the first listed on a tie).
+    crossovers : dict
+        ``(algorithm, algorithm) -> bytes`` where two algorithms' times are
+        equal (None when one never loses).
+    regime : Regime
+        The latency/bandwidth split of the chosen ``regime_algorithm``.
+    """
+
+    def __init__(self, *, collective="allreduce", alpha=5e-6, bandwidth=50e9, p=64, n_bytes=1e6,
+                 regime_algorithm="ring"):
+        style = label_style()
+        layout = w.Layout(width="430px")
+        self.collective = w.Dropdown(options=list(COLLECTIVES), value=collective, description="collective",
+                                     style=style)
+        self.alpha = w.FloatLogSlider(value=alpha, base=10, min=-7, max=-3, step=0.05,
+                                      description="alpha: latency per message (s)", readout_format=".2e",
+                                      style=style, layout=layout)
+        self.bandwidth = w.FloatLogSlider(value=bandwidth, base=10, min=8, max=12, step=0.05,
+                                          description="bandwidth per link, one way (B/s)", readout_format=".3g",
+                                          style=style, layout=layout)
+        self.p = w.IntSlider(value=p, min=2, max=1024, step=1, description="ranks p", style=style, layout=layout)
+        self.n_bytes = w.FloatLogSlider(value=n_bytes, base=10, min=0, max=10, step=0.1,
+                                        description="buffer per rank (bytes)", readout_format=".3g",
+                                        style=style, layout=layout)
+        self.regime_algorithm = w.ToggleButtons(options=[(_LABELS[a], a) for a in ALGORITHMS],
+                                                value=regime_algorithm, description="regime of", style=style)
+        self.controls = [self.collective, self.alpha, self.bandwidth, self.p, self.n_bytes, self.regime_algorithm]
+        self.fig = FigureImage(figsize=(7.4, 2.7), dpi=72)
+        self.fig.figure.clf()
+        self.ax_times = self.fig.figure.add_subplot(1, 2, 1)
+        self.ax_regime = self.fig.figure.add_subplot(1, 2, 2)
+        self.fig.ax = self.ax_times
+        self._setup_axes()
+        self.summary = w.HTML()
+        self.times: dict = {}
+        self.curves: dict = {}
+        self.winner: str | None = None
+        self.crossovers: dict = {}
+        self.regime: Regime | None = None
+        self.update()
+        for c in self.controls:
+            c.observe(lambda change: self.update(), names="value")
+        super().__init__([w.VBox(self.controls), self.fig.image, self.summary])
+
+    # ---- model -------------------------------------------------------------
+    def compute(self):
+        """The model at the current slider values (no drawing)."""
+        coll, a, bw = self.collective.value, self.alpha.value, self.bandwidth.value
+        p, n = int(self.p.value), float(self.n_bytes.value)
+        times = {alg: collective_time(coll, n, p, alpha=a, bandwidth=bw, algorithm=alg) for alg in ALGORITHMS}
+        curves = {alg: collective_time(coll, _SIZES, p, alpha=a, bandwidth=bw, algorithm=alg) for alg in ALGORITHMS}
+        winner = min(ALGORITHMS, key=lambda alg: times[alg])
+        cross = {}
+        for i, a1 in enumerate(ALGORITHMS):
+            for a2 in ALGORITHMS[i + 1:]:
+                cross[(a1, a2)] = crossover_size(coll, p, alpha=a, bandwidth=bw, algorithms=(a1, a2))
+        reg = regime(coll, n, p, alpha=a, bandwidth=bw, algorithm=self.regime_algorithm.value)
+        return times, curves, winner, cross, reg
+
+    # ---- view --------------------------------------------------------------
+    def _setup_axes(self):
+        ax, rx = self.ax_times, self.ax_regime
+        zeros = np.ones_like(_SIZES)
+        self._lines = {}
+        for alg in ALGORITHMS:
+            (self._lines[alg],) = ax.loglog(_SIZES, zeros, color=ALGORITHM_COLORS[alg], lw=2, label=_LABELS[alg])
+        self._marker = ax.axvline(1.0, color="k", lw=1, ls="--")
+        self._cross_lines = [ax.axvline(1.0, color="#7f7f7f", lw=1, ls=":") for _ in range(3)]
+        ax.set_xlim(_SIZES[0], _SIZES[-1])
+        format_bytes_axis(ax.xaxis)
+        format_seconds_axis(ax.yaxis)
+        ax.set_xlabel("buffer per rank", fontsize=8)
+        ax.set_title("time of each algorithm", fontsize=9)
+        ax.tick_params(labelsize=7)
+        ax.grid(True, which="major", alpha=0.3)
+        ax.legend(fontsize=7, loc="upper left")
+        (self._total,) = rx.loglog(_SIZES, zeros, color="k", lw=2, label="total")
+        (self._lat,) = rx.loglog(_SIZES, zeros, color="#9467bd", lw=1.5, ls="--", label="latency term")
+        (self._bw,) = rx.loglog(_SIZES, zeros, color="#8c564b", lw=1.5, ls="-.", label="bandwidth term")
+        self._rmarker = rx.axvline(1.0, color="k", lw=1, ls="--")
+        self._nhalf = rx.axvline(1.0, color="#9467bd", lw=1, ls=":")
+        self._rtitle = rx.text(0.5, 1.02, "", transform=rx.transAxes, ha="center", va="bottom", fontsize=9)
+        rx.set_xlim(_SIZES[0], _SIZES[-1])
+        format_bytes_axis(rx.xaxis)
+        format_seconds_axis(rx.yaxis)
+        rx.set_xlabel("buffer per rank", fontsize=8)
+        rx.tick_params(labelsize=7)
+        rx.grid(True, which="major", alpha=0.3)
+        rx.legend(fontsize=7, loc="upper left")
+        # Fixed y ranges (every slider setting fits) let the axes be drawn once;
+        # each update redraws only the curves and markers (Agg blitting).
+        for a in (ax, rx):
+            a.set_ylim(*_TIME_RANGE)
+        self.fig.figure.subplots_adjust(left=0.09, right=0.98, bottom=0.17, top=0.9, wspace=0.28)
+        self.fig.set_animated(list(self._lines.values()) + [self._marker] + self._cross_lines
+                              + [self._total, self._lat, self._bw, self._rmarker, self._nhalf, self._rtitle])
+
+    def update(self):
+        """Recompute and redraw for the current slider values."""
+        self.times, self.curves, self.winner, self.crossovers, self.regime = self.compute()
+        n = float(self.n_bytes.value)
+        for alg, line in self._lines.items():
+            line.set_ydata(self.curves[alg])
+        self._marker.set_xdata([n, n])
+        for line, ((a1, a2), x) in zip(self._cross_lines, self.crossovers.items()):
+            line.set_visible(x is not None and _SIZES[0] <= x <= _SIZES[-1])
+            if x is not None:
+                line.set_xdata([x, x])
+        alg = self.regime_algorithm.value
+        curve = self.curves[alg]
+        r = self.regime
+        lat = np.full_like(_SIZES, r.latency_time)
+        bwt = curve - r.latency_time
+        self._total.set_ydata(curve)
+        self._lat.set_ydata(np.where(lat > 0, lat, np.nan))
+        self._bw.set_ydata(np.where(bwt > 0, bwt, np.nan))
+        self._rmarker.set_xdata([n, n])
+        self._nhalf.set_visible(r.n_half is not None and _SIZES[0] <= r.n_half <= _SIZES[-1])
+        if r.n_half is not None:
+            self._nhalf.set_xdata([r.n_half, r.n_half])
+        self._rtitle.set_text(f"{_LABELS[alg]}: {r.label} at {fmt_bytes(n)}")
+        self.fig.render()
+        self.summary.value = self._summary()
+
+    def _summary(self) -> str:
+        n = float(self.n_bytes.value)
+        rows = "".join(
+            f"<tr><td style='color:{ALGORITHM_COLORS[a]};padding-right:8px'>{_LABELS[a]}</td>"
+            f"<td>{html.escape(fmt_seconds(t))}</td><td style='padding-left:8px'>"
+            f"{'<b>fastest</b>' if a == self.winner else ''}</td></tr>"
+            for a, t in self.times.items())
+        cross = "; ".join(
+            f"{_LABELS[a1]} = {_LABELS[a2]} at {fmt_bytes(x)}" if x is not None
+            else f"{_LABELS[a1]} and {_LABELS[a2]} never cross"
+            for (a1, a2), x in self.crossovers.items())
+        r = self.regime
+        nh = fmt_bytes(r.n_half) if r.n_half is not None else "n/a"
+        return (f"<small>{html.escape(self.collective.value)} of {fmt_bytes(n)} on p = {self.p.value} ranks, "
+                f"alpha = {fmt_seconds(self.alpha.value)}, bandwidth = {fmt_rate(self.bandwidth.value)} per link "
+                f"one way</small><table style='font-size:90%'>{rows}</table>"
+                f"<small>crossovers: {html.escape(cross)}<br>"
+                f"{_LABELS[self.regime_algorithm.value]}: latency term {fmt_seconds(r.latency_time)}, "
+                f"bandwidth term {fmt_seconds(r.bandwidth_time)} -> <b>{r.label}</b>; "
+                f"the terms are equal at n_half = {nh}</small>")

@@ -1,0 +1,140 @@
+"""The network-topologies chapter's widget: pick a topology and a size, see its numbers.
+
+Set ``kind.value`` and ``size.value`` (the size slider's meaning and range
+follow the kind) and read ``topo``, ``metrics``, ``bisection`` and ``loads``.
+"""
+
+from __future__ import annotations
+
+import html
+
+import ipywidgets as w
+
+from ..topology import Bisection, Metrics, RingLoads, Topology, ring_link_loads, ring_order, topology
+from ..plots.topology import clear_drawing, draw_topology
+from ..fmt import fmt_rate
+from ._base import FigureImage, label_style
+
+__all__ = ["TopologyWidget", "KIND_SPECS"]
+
+# Dropdown key -> (label, slider label, min, max, step, default, builder(size) -> (kind, kwargs)).
+# The ranges are capped so that building, measuring and drawing stay well under 50 ms.
+KIND_SPECS = {
+    "ring": ("ring", "hosts p", 3, 24, 1, 8, lambda s: ("ring", {"p": s})),
+    "torus2": ("2D torus", "side n (n x n)", 2, 8, 1, 4, lambda s: ("torus", {"dims": (s, s)})),
+    "torus3": ("3D torus", "side n (n x n x n)", 2, 4, 1, 3, lambda s: ("torus", {"dims": (s, s, s)})),
+    "hypercube": ("hypercube", "dimension d", 1, 6, 1, 4, lambda s: ("hypercube", {"d": s})),
+    "fat_tree": ("fat-tree", "switch ports k (even)", 2, 6, 2, 4, lambda s: ("fat_tree", {"k": s})),
+    "dragonfly": ("dragonfly (a = 2h, p = h)", "global links per router h", 1, 2, 1, 1,
+                  lambda s: ("dragonfly", {"a": 2 * s, "p": s, "h": s})),
+    "dgx": ("DGX H100 cluster", "nodes (8 GPUs each)", 1, 6, 1, 2, lambda s: ("dgx", {"nodes": s})),
+}
+
+
+_CACHE: dict = {}  # (kind, size, ring order) -> computed results; all deterministic
+
+
+class TopologyWidget(w.VBox):
+    """Kind dropdown, size slider, ring-order toggle; the numbers and the drawing.
+
+    Attributes
+    ----------
+    topo : Topology
+    metrics : Metrics
+    bisection : Bisection
+        How it was found is in ``bisection.method`` (closed form where a
+        proven formula exists, otherwise a labelled upper bound; the DGX
+        cluster reports the bisection *bandwidth* cut).
+    loads : RingLoads
+        The ring's messages routed over the network.
+    """
+
+    def __init__(self, kind: str = "torus2", size: int | None = None, *, ring: str = "topology-aware"):
+        if kind not in KIND_SPECS:
+            raise ValueError(f"kind must be one of {', '.join(map(repr, KIND_SPECS))}; got {kind!r}")
+        style = label_style()
+        self.kind = w.Dropdown(options=[(spec[0], key) for key, spec in KIND_SPECS.items()], value=kind,
+                               description="topology", style=style)
+        _, slabel, lo, hi, step, default, _ = KIND_SPECS[kind]
+        value = default if size is None else int(size)
+        if not (lo <= value <= hi and (value - lo) % step == 0):
+            raise ValueError(f"size must be in [{lo}, {hi}] in steps of {step} for {kind!r}, got {size}")
+        self.size = w.IntSlider(value=value, min=lo, max=hi, step=step, description=slabel, style=style,
+                                continuous_update=False)
+        self.ring = w.ToggleButtons(options=["topology-aware", "host order"], value=ring,
+                                    description="ring order", style=style)
+        self.fig = FigureImage(figsize=(4.4, 3.4), dpi=72)
+        self.table = w.HTML()
+        self.topo: Topology | None = None
+        self.metrics: Metrics | None = None
+        self.bisection: Bisection | None = None
+        self.loads: RingLoads | None = None
+        self._busy = False
+        self.update()
+        self.kind.observe(self._on_kind, names="value")
+        self.size.observe(lambda change: self.update(), names="value")
+        self.ring.observe(lambda change: self.update(), names="value")
+        super().__init__([self.kind, self.size, self.ring, w.HBox([self.fig.image, self.table])])
+
+    def _on_kind(self, change):
+        _, slabel, lo, hi, step, default, _ = KIND_SPECS[change["new"]]
+        self._busy = True
+        try:
+            # widen first so that no intermediate (min, max, value) is invalid
+            self.size.min = min(self.size.min, lo)
+            self.size.max = max(self.size.max, hi)
+            self.size.step = step
+            self.size.value = default
+            self.size.min, self.size.max = lo, hi
+            self.size.description = slabel
+        finally:
+            self._busy = False
+        self.update()
+
+    def compute(self):
+        """Build the current topology and measure it (no drawing); results are cached."""
+        key = (self.kind.value, self.size.value, self.ring.value)
+        if key not in _CACHE:
+            _CACHE[key] = self._compute()
+        return _CACHE[key]
+
+    def _compute(self):
+        kind, kwargs = KIND_SPECS[self.kind.value][6](self.size.value)
+        topo = topology(kind, **kwargs)
+        if kind == "dgx":
+            bis = topo.bisection(method="upper_bound", weight="bandwidth")
+        else:
+            bis = topo.bisection(method="closed_form" if topo.bisection_proven else "upper_bound")
+        metrics = Metrics(hosts=topo.n_hosts, switches=topo.n_switches, links=topo.n_links,
+                          degree=topo.degree(), diameter=topo.diameter(), bisection_links=bis.links,
+                          links_per_host=topo.links_per_host(), ports_per_host=topo.ports_per_host())
+        order = ring_order(topo) if self.ring.value == "topology-aware" else list(topo.hosts)
+        loads = ring_link_loads(topo, order)
+        return topo, metrics, bis, loads
+
+    def update(self):
+        """Recompute and redraw for the current control values."""
+        if self._busy:
+            return
+        self.topo, self.metrics, self.bisection, self.loads = self.compute()
+        ax = self.fig.ax
+        clear_drawing(ax)
+        draw_topology(ax, self.topo, ring=self.loads, show_hosts=True)
+        self.fig.render()
+        self.table.value = self._table()
+
+    def _table(self) -> str:
+        m, b, L = self.metrics, self.bisection, self.loads
+        if self.topo.kind == "dgx":
+            bis = f"{fmt_rate(b.bandwidth)} one way ({b.links} links; upper bound: half the nodes)"
+        else:
+            bis = f"{b.links} links" + ("" if b.exact else " (upper bound)")
+        rows = [
+            ("hosts", m.hosts), ("switches", m.switches), ("links", m.links),
+            ("router radix", m.degree), ("diameter (hops)", m.diameter), ("bisection", bis),
+            ("links per host", f"{m.links_per_host:.2f}"), ("router ports per host", f"{m.ports_per_host:.2f}"),
+            ("ring: longest hop", f"{max(L.hops)} links"), ("ring: congestion", f"{L.max_load:g} messages/link"),
+        ]
+        body = "".join(f"<tr><td style='padding-right:8px'>{html.escape(k)}</td>"
+                       f"<td><b>{html.escape(str(v))}</b></td></tr>" for k, v in rows)
+        return f"<table style='font-size:90%'>{body}</table>"
