@@ -40,6 +40,8 @@ __all__ = [
     "gelu",
     "layernorm",
     "attention",
+    "attention_intensity_limit",
+    "tiled_attention_ridge_seq",
     "OPERATION_KINDS",
     "operation",
     "example_operations",
@@ -307,6 +309,45 @@ def attention(seq, *, heads=32, head_dim=128, batch=1, tiled=False, bytes_per_el
         n_bytes = bh * (4.0 * s * d + 4.0 * s * s) * e
     label = "tiled" if tiled else "untiled"
     return Operation(name or f"attention {label} (seq {seq}, {heads}x{head_dim})", flops, n_bytes)
+
+
+def attention_intensity_limit(*, head_dim=128, bytes_per_element=2) -> float:
+    """The intensity untiled attention approaches as the sequence grows: ``(4 d + 5) / (4 e)``.
+
+    Both the FLOP and the bytes of :func:`attention` (``tiled=False``) grow
+    as ``s^2``, so their ratio tends to this limit: untiled attention is
+    memory-bound at any length on a chip whose ridge point is higher.
+
+    Examples
+    --------
+    >>> attention_intensity_limit()            # d = 128, bf16
+    64.625
+    >>> attention(10**6).intensity < attention_intensity_limit()
+    True
+    """
+    d = check_int("head_dim", head_dim, minimum=1)
+    e = _bpe(bytes_per_element)
+    return (4.0 * d + SOFTMAX_FLOPS_PER_ELEMENT) / (4.0 * e)
+
+
+def tiled_attention_ridge_seq(spec, *, head_dim=128, bytes_per_element=2) -> float:
+    """Sequence length at which tiled attention reaches chip ``spec``'s ridge point.
+
+    Tiled attention's intensity is ``s (4 d + 5) / (4 d e)``, linear in the
+    sequence length ``s``; it equals the ridge ``F / B`` at
+    ``s = 4 d e F / ((4 d + 5) B)``. Longer sequences are compute-bound.
+
+    Examples
+    --------
+    >>> round(tiled_attention_ridge_seq("H100"))
+    585
+    >>> s = tiled_attention_ridge_seq("H100")
+    >>> place(attention(int(s) + 1, tiled=True), "H100").bound, place(attention(int(s), tiled=True), "H100").bound
+    ('compute', 'memory')
+    """
+    d = check_int("head_dim", head_dim, minimum=1)
+    e = _bpe(bytes_per_element)
+    return ridge_point(spec) * 4.0 * d * e / (4.0 * d + SOFTMAX_FLOPS_PER_ELEMENT)
 
 
 #: What :func:`operation` builds from one size ``n``; the roofline widget's menu.

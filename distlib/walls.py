@@ -22,7 +22,9 @@ import math
 from dataclasses import dataclass
 from types import MappingProxyType
 
-from ._check import check_choice, check_int, check_real
+import numpy as np
+
+from ._check import check_array, check_choice, check_int, check_real
 from .cluster import ring_allreduce_time
 from .fmt import Text, fmt_bytes, fmt_rate, fmt_seconds
 from .hardware import Accelerator
@@ -32,11 +34,15 @@ from .ring import ring_bytes_per_rank
 __all__ = [
     "RECIPES",
     "Recipe",
+    "round_to_bf16",
     "StateBytes",
     "training_flops",
+    "ADAM_UPDATE_FLOPS_PER_PARAM",
+    "optimizer_flops_share",
     "model_state_bytes",
     "zero_state_bytes_per_gpu",
     "min_gpus_to_fit",
+    "max_params_to_fit",
     "training_time",
     "gradient_bytes",
     "gradient_comm_bytes_per_gpu",
@@ -84,6 +90,41 @@ RECIPES = MappingProxyType(
                             "fp32 weights and gradients, fp32 Adam m and v (16 bytes/param)"),
     }
 )
+
+
+def round_to_bf16(x):
+    """Round to the nearest bfloat16 value (ties to even), returned as float32.
+
+    bfloat16 keeps float32's 8 exponent bits and only 8 significant bits
+    (7 stored), so near 1.0 its values are ``2**-7`` apart. Adding an update
+    smaller than half that spacing to a bf16 weight changes nothing: this is
+    why mixed-precision training keeps an fp32 master copy of the weights
+    and applies the update there (see :func:`model_state_bytes`).
+
+    Parameters
+    ----------
+    x : float or array_like
+        Numbers (converted to float32 first). NaN stays NaN.
+
+    Returns
+    -------
+    float or ndarray
+        float32 values that bfloat16 can represent exactly; a float for a
+        scalar input.
+
+    Examples
+    --------
+    >>> float(round_to_bf16(1.0 + 1e-3)), float(round_to_bf16(1.0 + 5e-3))
+    (1.0, 1.0078125)
+    >>> round_to_bf16([3.14159265, 0.1]).tolist()
+    [3.140625, 0.10009765625]
+    """
+    arr = check_array("x", x).astype(np.float32)
+    bits = arr.view(np.uint32).astype(np.uint64)
+    lsb = (bits >> np.uint64(16)) & np.uint64(1)
+    rounded = ((bits + np.uint64(0x7FFF) + lsb) & np.uint64(0xFFFF0000)).astype(np.uint32).view(np.float32)
+    out = np.where(np.isnan(arr), arr, rounded).astype(np.float32)
+    return float(out) if out.ndim == 0 else out
 
 
 def _recipe(recipe) -> Recipe:
@@ -180,6 +221,48 @@ def training_flops(params, tokens) -> float:
     params = check_real("params", params, minimum=0, strict_min=True)
     tokens = check_real("tokens", tokens, minimum=0, strict_min=True)
     return 6.0 * params * tokens
+
+
+#: FLOP per parameter of one AdamW update as PyTorch computes it, counting a
+#: square root or a division as one FLOP: weight decay 1, first moment 3
+#: (``m += (1 - b1) (g - m)``), second moment 4 (``v = b2 v + (1 - b2) g g``),
+#: denominator 3 (``sqrt(v) / c2 + eps``), step 3 (``p -= s m / denom``).
+ADAM_UPDATE_FLOPS_PER_PARAM = 14
+
+
+def optimizer_flops_share(tokens_per_step, *, update_flops_per_param=ADAM_UPDATE_FLOPS_PER_PARAM) -> float:
+    """Fraction of a training step's FLOP spent in the optimizer update.
+
+    A step costs ``6 N`` FLOP per token for the forward and backward passes,
+    ``6 N T`` for ``T`` tokens, and the update ``u N`` once, whatever ``T``:
+    the share ``u / (6 T + u)`` does not depend on the model size ``N``.
+    This is why :func:`training_flops` leaves the update out of the 6.
+
+    Parameters
+    ----------
+    tokens_per_step : float
+        Tokens in one optimizer step, the global batch (> 0).
+    update_flops_per_param : float
+        FLOP per parameter of one update (>= 0); default
+        :data:`ADAM_UPDATE_FLOPS_PER_PARAM`.
+
+    Returns
+    -------
+    float
+        A number in [0, 1).
+
+    Examples
+    --------
+    GPT-3's batch of 3.2 million tokens: the update is about a millionth of the work.
+
+    >>> round(optimizer_flops_share(3.2e6) * 1e6, 2)
+    0.73
+    >>> optimizer_flops_share(1, update_flops_per_param=6)   # one token: half
+    0.5
+    """
+    tokens_per_step = check_real("tokens_per_step", tokens_per_step, minimum=0, strict_min=True)
+    u = check_real("update_flops_per_param", update_flops_per_param, minimum=0)
+    return u / (6.0 * tokens_per_step + u)
 
 
 def model_state_bytes(params, *, recipe) -> StateBytes:
@@ -300,6 +383,47 @@ def min_gpus_to_fit(params, *, recipe, hbm_bytes, stage) -> float:
     while not fits(dp):
         dp += 1
     return dp
+
+
+def max_params_to_fit(hbm_bytes, *, recipe, dp=1, stage=0) -> float:
+    """Most parameters whose model state fits in ``hbm_bytes`` per GPU.
+
+    The state per GPU is linear in the parameter count, ``b N`` with ``b``
+    the bytes per parameter left on each GPU after ZeRO ``stage`` shards
+    over ``dp`` GPUs (:func:`zero_state_bytes_per_gpu`), so the answer is
+    ``hbm_bytes / b``. Activations are not counted: a real run fits less.
+
+    Parameters
+    ----------
+    hbm_bytes : float
+        Memory of one GPU, bytes (> 0).
+    recipe : str
+        See :func:`model_state_bytes`.
+    dp : int
+        Data-parallel GPUs sharing the state (>= 1).
+    stage : int
+        ZeRO stage, 0 to 3.
+
+    Returns
+    -------
+    float
+        Parameters.
+
+    Examples
+    --------
+    One 80 GB GPU holds the training state of a 5B model with mixed-precision
+    Adam (16 bytes each), 6.67B with bf16 Adam (12 bytes each):
+
+    >>> max_params_to_fit(80e9, recipe="mixed_precision_adam") / 1e9
+    5.0
+    >>> round(max_params_to_fit(80e9, recipe="bf16_adam") / 1e9, 2)
+    6.67
+    >>> max_params_to_fit(80e9, recipe="mixed_precision_adam", dp=8, stage=3) / 1e9
+    40.0
+    """
+    hbm_bytes = check_real("hbm_bytes", hbm_bytes, minimum=0, strict_min=True)
+    per_param = zero_state_bytes_per_gpu(1.0, recipe=recipe, dp=dp, stage=stage).total
+    return hbm_bytes / per_param
 
 
 def _peak(flops_per_chip) -> float:

@@ -129,3 +129,33 @@ def test_operation_menu_builds_every_kind():
 def test_bad_inputs(call, exc, match):
     with pytest.raises(exc, match=match):
         call()
+
+
+# --- added for chapter 3: attention's intensity limits ---
+
+@pytest.mark.parametrize("d,e", [(64, 2), (128, 2), (128, 4), (256, 1)])
+def test_untiled_attention_approaches_its_limit_from_below(d, e):
+    limit = R.attention_intensity_limit(head_dim=d, bytes_per_element=e)
+    assert limit == pytest.approx((4 * d + 5) / (4 * e))
+    values = [R.attention(s, heads=1, head_dim=d, bytes_per_element=e).intensity for s in (256, 4096, 10**6)]
+    assert values == sorted(values) and values[-1] < limit
+    assert values[-1] == pytest.approx(limit, rel=1e-3)
+
+
+@given(st.sampled_from(dl.accelerator_names()), st.sampled_from([64, 128, 256]))
+def test_tiled_attention_crosses_the_ridge_at_the_returned_length(name, d):
+    s = R.tiled_attention_ridge_seq(name, head_dim=d)
+    at = R.attention(max(1, round(s)), heads=1, head_dim=d, tiled=True)
+    assert at.intensity == pytest.approx(dl.ridge_point(name), rel=1.0 / s + 1e-9)
+    assert dl.place(R.attention(int(s) + 1, head_dim=d, tiled=True), name).bound == "compute"
+    if int(s) > 1:
+        assert dl.place(R.attention(int(s) - 1, head_dim=d, tiled=True), name).bound == "memory"
+
+
+def test_attention_limits_reject_bad_inputs():
+    with pytest.raises(ValueError, match="head_dim must be"):
+        R.attention_intensity_limit(head_dim=0)
+    with pytest.raises(ValueError, match="bytes_per_element must be"):
+        R.tiled_attention_ridge_seq("H100", bytes_per_element=0)
+    with pytest.raises(ValueError, match="unknown accelerator"):
+        R.tiled_attention_ridge_seq("V100")

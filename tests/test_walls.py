@@ -3,6 +3,7 @@
 import math
 import pickle
 
+import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -200,3 +201,80 @@ def test_non_numbers_raise_type_error():
         dl.training_flops("7e9", 1e12)
     with pytest.raises(TypeError, match="dp must be an integer"):
         W.zero_state_bytes_per_gpu(7e9, recipe="bf16_adam", dp=2.5, stage=1)
+
+
+# --- added for chapter 2: the optimizer's share and the largest model that fits ---
+
+def test_optimizer_update_is_a_millionth_of_a_gpt3_step():
+    share = dl.optimizer_flops_share(3.2e6)  # GPT-3's batch: 3.2M tokens
+    assert share == pytest.approx(14 / (6 * 3.2e6 + 14), rel=1e-12)
+    assert 1e-7 < share < 1e-6
+
+
+@given(st.floats(min_value=1, max_value=1e8), st.floats(min_value=0, max_value=100))
+def test_optimizer_share_is_update_over_step_and_falls_with_the_batch(tokens, u):
+    share = W.optimizer_flops_share(tokens, update_flops_per_param=u)
+    # the same ratio computed from FLOP of a whole model: N cancels
+    n = 7e9
+    assert share == pytest.approx(u * n / (dl.training_flops(n, tokens) + u * n), rel=1e-9, abs=1e-300)
+    assert 0 <= share < 1
+    if u >= 1e-3:  # (subnormal u rounds both shares to zero)
+        assert W.optimizer_flops_share(2 * tokens, update_flops_per_param=u) < share
+
+
+def test_max_params_to_fit_on_one_80_gb_gpu():
+    assert dl.max_params_to_fit(80e9, recipe="mixed_precision_adam") == pytest.approx(5e9)
+    assert dl.max_params_to_fit(80e9, recipe="bf16_adam") == pytest.approx(80e9 / 12)
+    # 7B fits neither; ZeRO-3 over a node of 8 holds 40B with mixed precision
+    assert dl.max_params_to_fit(80e9, recipe="bf16_adam") < 7e9
+    assert dl.max_params_to_fit(80e9, recipe="mixed_precision_adam", dp=8, stage=3) == pytest.approx(40e9)
+
+
+@given(recipe_st, st.sampled_from([0, 1, 2, 3]), dp_st, st.floats(min_value=1e9, max_value=1e12))
+def test_max_params_fills_the_hbm_exactly(recipe, stage, dp, hbm):
+    n = W.max_params_to_fit(hbm, recipe=recipe, dp=dp, stage=stage)
+    assert W.zero_state_bytes_per_gpu(n, recipe=recipe, dp=dp, stage=stage).total == pytest.approx(hbm, rel=1e-9)
+    # consistent with min_gpus_to_fit: that model fits on dp GPUs at this stage
+    k = W.min_gpus_to_fit(n * (1 - 1e-9), recipe=recipe, hbm_bytes=hbm, stage=stage)
+    assert k <= dp
+
+
+@pytest.mark.parametrize("call,match", [
+    (lambda: dl.optimizer_flops_share(0), "tokens_per_step must be"),
+    (lambda: dl.optimizer_flops_share(1e6, update_flops_per_param=-1), "update_flops_per_param must be"),
+    (lambda: dl.max_params_to_fit(0, recipe="bf16_adam"), "hbm_bytes must be"),
+    (lambda: dl.max_params_to_fit(80e9, recipe="bf16_adam", dp=0), "dp must be"),
+    (lambda: dl.max_params_to_fit(80e9, recipe="bf16_adam", stage=5), "stage must be"),
+])
+def test_new_functions_reject_bad_inputs(call, match):
+    with pytest.raises(ValueError, match=match):
+        call()
+
+
+# --- bfloat16 rounding: why the fp32 master copy exists ---
+
+def test_small_updates_vanish_in_bf16():
+    assert dl.round_to_bf16(1.0 + 1e-3) == 1.0          # below half the spacing 2**-7
+    assert dl.round_to_bf16(1.0 + 5e-3) == 1.0 + 2**-7  # above it
+    assert dl.round_to_bf16(1.0 + 2**-8) == 1.0         # a tie goes to the even neighbour
+    assert dl.round_to_bf16(1.0 + 3 * 2**-8) == 1.0 + 2**-6
+
+
+@given(st.floats(min_value=-(2.0**127), max_value=2.0**127, allow_nan=False, allow_subnormal=False, width=32))
+def test_bf16_rounding_is_the_nearest_representable_value(x):
+    r = np.float32(dl.round_to_bf16(x))
+    assert np.array([r], dtype=np.float32).view(np.uint32)[0] & 0xFFFF == 0  # only the 16 high bits are used
+    assert dl.round_to_bf16(r) == r                                         # idempotent
+    if abs(x) >= 2.0**-126:  # normal numbers: bf16 has float32's exponent range
+        # within half a bf16 spacing (8 significant bits): relative error <= 2**-8
+        assert abs(float(r) - x) <= 2.0**-8 * abs(x) * (1 + 1e-12)
+
+
+def test_bf16_rounding_keeps_specials_and_shapes():
+    out = dl.round_to_bf16([np.nan, np.inf, -np.inf, -0.0, 3.4e38])
+    assert np.isnan(out[0]) and out[1] == np.inf and out[2] == -np.inf
+    assert out[3] == 0 and np.signbit(out[3])
+    assert out[4] == np.inf  # above the largest bf16 value, rounds to infinity
+    assert dl.round_to_bf16(np.ones((2, 3))).shape == (2, 3)
+    with pytest.raises(TypeError, match="x must be an array of numbers"):
+        dl.round_to_bf16("1.0")
