@@ -1,0 +1,435 @@
+"""One small communicator interface over every engine the book runs on.
+
+The chapters on MPI and on NCCL write each collective algorithm once, over
+:class:`Comm`, and run it on three engines:
+
+* :class:`distlib.engines.mpi.MPIComm` -- mpi4py over MPICH (processes
+  started by ``mpiexec``);
+* :class:`distlib.engines.torch_dist.TorchComm` -- ``torch.distributed``
+  with the gloo backend (CPU tensors) or NCCL (CUDA tensors);
+* :class:`ThreadComm` (this module) -- ``p`` threads in one process, for
+  property tests and notebook cells that must not start processes. Its
+  blocking :meth:`~ThreadComm.send` is *synchronous* (it returns only once
+  the receiver has taken the message, as ``MPI_Ssend`` does), so an
+  algorithm that only works thanks to buffering deadlocks here too, and the
+  deadlock is reported as :class:`DeadlockError` instead of hanging.
+
+A buffer is a 1-D contiguous array of the engine's kind (a NumPy array for
+MPI and threads, a ``torch.Tensor`` for torch). Algorithms slice it
+(``x[a:b]`` is a view for both kinds), allocate scratch space with
+:meth:`Comm.empty` and reduce with :meth:`Comm.combine`.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+
+import numpy as np
+
+from .._check import check_choice, check_int, check_real
+
+__all__ = [
+    "OPS",
+    "Comm",
+    "Request",
+    "ThreadComm",
+    "DeadlockError",
+    "run_threads",
+]
+
+OPS = ("sum", "max", "min")
+"""Reductions every engine supports."""
+
+
+class Request:
+    """A pending non-blocking operation; :meth:`wait` completes it."""
+
+    def wait(self) -> None:  # pragma: no cover - interface
+        raise NotImplementedError
+
+
+class _Done(Request):
+    """A request that is already complete (an empty message)."""
+
+    def wait(self) -> None:
+        return None
+
+
+DONE = _Done()
+
+
+class Comm:
+    """The interface the book's collectives are written against.
+
+    Subclasses set ``rank``, ``size`` and ``engine`` and implement the
+    point-to-point calls; everything else has a default here.
+
+    Attributes
+    ----------
+    rank : int
+        This process's rank, ``0 <= rank < size``.
+    size : int
+        Number of ranks ``p``.
+    engine : str
+        ``"mpi"``, ``"gloo"``, ``"nccl"`` or ``"threads"``.
+    """
+
+    rank: int = 0
+    size: int = 1
+    engine: str = "abstract"
+
+    # -- point to point ---------------------------------------------------
+    def send(self, buf, dest: int, *, tag: int = 0) -> None:
+        """Blocking send of the whole of ``buf`` to rank ``dest``."""
+        raise NotImplementedError
+
+    def recv(self, buf, source: int, *, tag: int = 0) -> None:
+        """Blocking receive into the whole of ``buf`` from rank ``source``."""
+        raise NotImplementedError
+
+    def isend(self, buf, dest: int, *, tag: int = 0) -> Request:
+        """Start sending ``buf``; do not touch ``buf`` before ``.wait()``."""
+        raise NotImplementedError
+
+    def irecv(self, buf, source: int, *, tag: int = 0) -> Request:
+        """Start receiving into ``buf``; read it only after ``.wait()``."""
+        raise NotImplementedError
+
+    def sendrecv(self, sendbuf, dest: int, recvbuf, source: int, *, tag: int = 0) -> None:
+        """Send ``sendbuf`` to ``dest`` while receiving ``recvbuf`` from ``source``.
+
+        The pair can never deadlock, whatever the neighbours do at the same
+        time, because neither half waits for the other to finish first. An
+        empty or ``None`` buffer skips that half (both ends of a message
+        compute the same size, so they skip together).
+        """
+        reqs = []
+        if _nonempty(recvbuf):
+            reqs.append(self.irecv(recvbuf, source, tag=tag))
+        if _nonempty(sendbuf):
+            reqs.append(self.isend(sendbuf, dest, tag=tag))
+        for req in reqs:
+            req.wait()
+
+    # -- synchronisation and built-ins ------------------------------------
+    def barrier(self) -> None:
+        """Return only once every rank has called it."""
+        raise NotImplementedError
+
+    def allreduce(self, buf, *, op: str = "sum"):
+        """The engine's own all-reduce of ``buf``, in place; returns ``buf``."""
+        raise NotImplementedError
+
+    def bcast_object(self, obj, *, root: int = 0):
+        """Broadcast a picklable Python object from ``root``; returns it everywhere."""
+        raise NotImplementedError
+
+    def allgather_object(self, obj) -> list:
+        """Every rank's ``obj``, in rank order, on every rank."""
+        raise NotImplementedError
+
+    def builtin_reduce_scatter(self, buf, counts, *, op: str = "sum"):
+        """The engine's own reduce-scatter (rank ``r`` gets ``counts[r]`` elements)."""
+        raise NotImplementedError(f"{self.engine} has no built-in reduce-scatter")
+
+    def builtin_allgather(self, buf, counts):
+        """The engine's own all-gather of pieces of ``counts[r]`` elements."""
+        raise NotImplementedError(f"{self.engine} has no built-in all-gather")
+
+    # -- buffers ------------------------------------------------------------
+    def empty(self, n: int, like):
+        """An uninitialised 1-D buffer of ``n`` elements, same dtype/device as ``like``."""
+        return np.empty(n, dtype=like.dtype)
+
+    def scratch(self, n: int, like):
+        """A 1-D work buffer of ``n`` elements like ``like``, reused from call to call.
+
+        Collectives need scratch space for incoming pieces. Allocating it
+        afresh on every call is slow for large buffers: the allocator maps new
+        pages, and the kernel zeroes each page when it is first touched, which
+        costs about as much as the copy itself. This keeps one buffer per
+        dtype and device and grows it when needed (call :meth:`free_scratch`
+        to give the memory back). One collective at a time per communicator.
+        """
+        store = self.__dict__.setdefault("_scratch", {})
+        key = (like.dtype, getattr(like, "device", None))
+        buf = store.get(key)
+        if buf is None or len(buf) < n:
+            buf = self.empty(n, like)
+            store[key] = buf
+        return buf[:n]
+
+    def free_scratch(self) -> None:
+        """Drop the buffers kept by :meth:`scratch`."""
+        self.__dict__.pop("_scratch", None)
+
+    def copy(self, buf):
+        """A new buffer holding a copy of ``buf``."""
+        return np.array(buf, copy=True)
+
+    def from_numpy(self, array):
+        """``array`` as this engine's buffer type (a copy, on the engine's device)."""
+        return np.array(array, copy=True)
+
+    def to_numpy(self, buf) -> np.ndarray:
+        """``buf`` as a NumPy array (copied to the host if needed)."""
+        return np.asarray(buf)
+
+    def combine(self, dst, src, op: str = "sum") -> None:
+        """``dst = op(dst, src)`` element-wise, in place."""
+        if op == "sum":
+            np.add(dst, src, out=dst)
+        elif op == "max":
+            np.maximum(dst, src, out=dst)
+        else:
+            np.minimum(dst, src, out=dst)
+
+    def flat(self, buf):
+        """``buf`` as a 1-D view (raises if that would need a copy)."""
+        if not isinstance(buf, np.ndarray):
+            raise TypeError(f"buf must be a NumPy array for the {self.engine} engine, got {type(buf).__name__}")
+        if not buf.flags.c_contiguous:
+            raise ValueError("buf must be C-contiguous (the collectives work in place on a 1-D view)")
+        return buf.reshape(-1)
+
+    def itemsize(self, buf) -> int:
+        """Bytes per element of ``buf``."""
+        return int(buf.dtype.itemsize)
+
+    def synchronize(self) -> None:
+        """Wait for queued device work (CUDA); a no-op on the CPU."""
+        return None
+
+    def wtime(self) -> float:
+        """Wall-clock seconds, for timing (after :meth:`synchronize`)."""
+        return time.perf_counter()
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} engine={self.engine!r} rank={self.rank} size={self.size}>"
+
+
+def _nonempty(buf) -> bool:
+    return buf is not None and len(buf) > 0
+
+
+def check_op(op) -> str:
+    """Check a reduction name (one of :data:`OPS`)."""
+    return check_choice("op", op, OPS)
+
+
+def check_rank(name: str, value, size: int) -> int:
+    """Check a rank number against the communicator size."""
+    return check_int(name, value, minimum=0, maximum=size - 1)
+
+
+# ----------------------------------------------------------------------------
+# Threads: p ranks inside one Python process
+# ----------------------------------------------------------------------------
+
+
+class DeadlockError(RuntimeError):
+    """No progress within the time limit: the ranks wait on each other."""
+
+
+class _World:
+    def __init__(self, p: int, timeout: float):
+        self.p = p
+        self.timeout = timeout
+        self.cond = threading.Condition()
+        self.queues: dict[tuple[int, int, int], deque] = {}
+        self.barrier = threading.Barrier(p)
+        self.failed: BaseException | None = None
+        self.slots: list = [None] * p
+
+    def queue(self, src: int, dst: int, tag: int) -> deque:
+        key = (src, dst, tag)
+        if key not in self.queues:
+            self.queues[key] = deque()
+        return self.queues[key]
+
+    def wait_for(self, predicate, what: str) -> None:
+        deadline = time.monotonic() + self.timeout
+        with self.cond:
+            while not predicate():
+                if self.failed is not None:
+                    raise DeadlockError(f"another rank failed while this one waited to {what}")
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise DeadlockError(
+                        f"no progress for {self.timeout:g} s while waiting to {what}: "
+                        "every rank is waiting on another (a deadlock)"
+                    )
+                self.cond.wait(min(left, 0.1))
+
+
+class _Message:
+    __slots__ = ("data", "taken")
+
+    def __init__(self, data):
+        self.data = data
+        self.taken = False
+
+
+class _ThreadSend(Request):
+    def __init__(self, world: _World, msg: _Message, what: str):
+        self.world, self.msg, self.what = world, msg, what
+
+    def wait(self) -> None:
+        self.world.wait_for(lambda: self.msg.taken, self.what)
+
+
+class _ThreadRecv(Request):
+    def __init__(self, comm: "ThreadComm", buf, source: int, tag: int):
+        self.comm, self.buf, self.source, self.tag = comm, buf, source, tag
+
+    def wait(self) -> None:
+        self.comm.recv(self.buf, self.source, tag=self.tag)
+
+
+class ThreadComm(Comm):
+    """Rank ``rank`` of ``p`` threads that exchange NumPy arrays.
+
+    Made by :func:`run_threads`; not meant to be built by hand. Sends copy
+    the data, and a blocking :meth:`send` waits until the receiver has
+    taken it (synchronous mode), so a schedule that needs buffering to make
+    progress raises :class:`DeadlockError` after ``timeout`` seconds.
+    """
+
+    engine = "threads"
+
+    def __init__(self, world: _World, rank: int):
+        self._world = world
+        self.rank = rank
+        self.size = world.p
+
+    def _post(self, buf, dest: int, tag: int) -> _Message:
+        check_rank("dest", dest, self.size)
+        msg = _Message(np.array(buf, copy=True))
+        with self._world.cond:
+            self._world.queue(self.rank, dest, tag).append(msg)
+            self._world.cond.notify_all()
+        return msg
+
+    def send(self, buf, dest, *, tag=0):
+        msg = self._post(buf, dest, tag)
+        _ThreadSend(self._world, msg, f"send from rank {self.rank} to rank {dest}").wait()
+
+    def isend(self, buf, dest, *, tag=0):
+        msg = self._post(buf, dest, tag)
+        return _ThreadSend(self._world, msg, f"finish a send from rank {self.rank} to rank {dest}")
+
+    def recv(self, buf, source, *, tag=0):
+        check_rank("source", source, self.size)
+        q = self._world.queue(source, self.rank, tag)
+        self._world.wait_for(lambda: len(q) > 0, f"receive on rank {self.rank} from rank {source}")
+        with self._world.cond:
+            msg = q.popleft()
+            if msg.data.shape[0] != len(buf):
+                raise ValueError(
+                    f"message from rank {source} has {msg.data.shape[0]} elements; "
+                    f"rank {self.rank} posted a receive for {len(buf)}"
+                )
+            buf[...] = msg.data
+            msg.taken = True
+            self._world.cond.notify_all()
+
+    def irecv(self, buf, source, *, tag=0):
+        check_rank("source", source, self.size)
+        return _ThreadRecv(self, buf, source, tag)
+
+    def barrier(self):
+        try:
+            self._world.barrier.wait(self._world.timeout)
+        except threading.BrokenBarrierError:
+            raise DeadlockError(f"rank {self.rank}: the barrier broke (a rank failed or never arrived)") from None
+
+    def _exchange(self, obj) -> list:
+        self._world.slots[self.rank] = obj
+        self.barrier()
+        out = list(self._world.slots)
+        self.barrier()
+        return out
+
+    def allreduce(self, buf, *, op="sum"):
+        check_op(op)
+        x = self.flat(buf)
+        pieces = self._exchange(np.array(x, copy=True))
+        fn = {"sum": np.sum, "max": np.max, "min": np.min}[op]
+        x[...] = fn(np.stack(pieces), axis=0).astype(x.dtype, copy=False) if x.size else x
+        return buf
+
+    def bcast_object(self, obj, *, root=0):
+        return self._exchange(obj)[root]
+
+    def allgather_object(self, obj):
+        return self._exchange(obj)
+
+    def builtin_reduce_scatter(self, buf, counts, *, op="sum"):
+        full = self.allreduce(np.array(self.flat(buf), copy=True), op=op)
+        start = int(sum(counts[: self.rank]))
+        return full[start : start + counts[self.rank]].copy()
+
+    def builtin_allgather(self, buf, counts):
+        return np.concatenate(self._exchange(np.array(self.flat(buf), copy=True)))
+
+
+def run_threads(fn, p: int, *args, timeout: float = 10.0, **kwargs) -> list:
+    """Run ``fn(comm, *args, **kwargs)`` on ``p`` threads; results in rank order.
+
+    Parameters
+    ----------
+    fn : callable
+        Called once per rank with a :class:`ThreadComm` first.
+    p : int
+        Number of ranks, ``>= 1``.
+    timeout : float
+        Seconds a rank may wait without progress before the run is declared
+        deadlocked.
+
+    Returns
+    -------
+    list
+        ``fn``'s return value on each rank, rank 0 first.
+
+    Raises
+    ------
+    DeadlockError
+        If the ranks stop making progress.
+    Exception
+        The first exception any rank raised.
+
+    Examples
+    --------
+    >>> run_threads(lambda comm: comm.rank * 10, 3)
+    [0, 10, 20]
+    >>> out = run_threads(lambda comm: comm.allreduce(np.full(2, comm.rank + 1.0)), 4)
+    >>> out[0].tolist()               # 1 + 2 + 3 + 4
+    [10.0, 10.0]
+    """
+    p = check_int("p", p, minimum=1)
+    timeout = check_real("timeout", timeout, minimum=0, strict_min=True)
+    world = _World(p, timeout)
+    results: list = [None] * p
+    errors: list = [None] * p
+
+    def body(rank: int) -> None:
+        try:
+            results[rank] = fn(ThreadComm(world, rank), *args, **kwargs)
+        except BaseException as exc:  # re-raised below, in the caller's thread
+            errors[rank] = exc
+            with world.cond:
+                if world.failed is None:
+                    world.failed = exc
+                world.cond.notify_all()
+            world.barrier.abort()
+
+    threads = [threading.Thread(target=body, args=(r,), daemon=True) for r in range(p)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if world.failed is not None:
+        raise world.failed
+    return results

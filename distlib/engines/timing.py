@@ -1,0 +1,272 @@
+"""Timing collectives on real engines, and the memory-copy reference.
+
+Measurements follow nccl-tests' conventions: the time of one all-reduce of
+an ``n_bytes`` buffer per rank; ``algbw = n_bytes / time``; ``busbw`` is
+``algbw`` times ``2 (p - 1) / p``, the fraction of the buffer each rank
+must send in any all-reduce, which makes it comparable with a link's
+bandwidth (:func:`distlib.bus_bandwidth`).
+
+Every sample is the slowest rank's time (a collective ends when its last
+rank ends), and a sample batches enough back-to-back calls to last at least
+``min_sample`` seconds, so that tiny messages are not lost in the timer's
+and the barrier's noise. The result is the median over samples.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from .._check import check_choice, check_int, check_real
+from .algorithms import allreduce
+from .comm import Comm
+
+__all__ = ["memcpy_bandwidth", "AllreduceTiming", "time_allreduce", "compare_allreduce", "pattern", "expected_sum", "count_wrong", "DTYPES"]
+
+DTYPES = ("float32", "float64", "int32")
+
+
+def memcpy_bandwidth(n_bytes: int = 128 * 2**20, *, repeats: int = 7) -> float:
+    """Median rate, in bytes/s, at which NumPy copies one large buffer into another.
+
+    This is the physical reference for every transfer between processes on
+    one machine: shared-memory MPI and gloo over loopback both end up
+    copying bytes through the same memory system. Each byte copied is read
+    once and written once, so the memory itself moves twice this many bytes
+    per second.
+
+    Parameters
+    ----------
+    n_bytes : int
+        Buffer size; pick it well above the last-level cache (default
+        128 MiB).
+    repeats : int
+        Number of timed copies (the first, which faults the pages in, is
+        not timed).
+
+    Examples
+    --------
+    >>> memcpy_bandwidth(2**20, repeats=3) > 1e8   # any machine copies > 100 MB/s
+    True
+    """
+    n_bytes = check_int("n_bytes", n_bytes, minimum=8)
+    repeats = check_int("repeats", repeats, minimum=1)
+    src = np.ones(n_bytes // 8, dtype=np.float64)
+    dst = np.empty_like(src)
+    np.copyto(dst, src)
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        np.copyto(dst, src)
+        times.append(time.perf_counter() - t0)
+    return src.nbytes / float(np.median(times))
+
+
+_PERIOD = 97
+_BLOCK = 1 << 20
+
+
+def pattern(count: int, rank: int, dtype: str = "float32") -> np.ndarray:
+    """The test data: ``x[i] = i % 97 + rank``. Small integers, so every sum is exact.
+
+    >>> pattern(5, 2, "int32").tolist()
+    [2, 3, 4, 5, 6]
+    """
+    count = check_int("count", count, minimum=0)
+    period = np.arange(_PERIOD, dtype=dtype) + np.asarray(rank, dtype=dtype)
+    return np.resize(period, count)  # tiles the period without an index array
+
+
+def expected_sum(count: int, p: int, dtype: str = "float32") -> np.ndarray:
+    """What an all-reduce (sum) of :func:`pattern` over ``p`` ranks must give.
+
+    >>> expected_sum(3, 4, "int32").tolist()     # 4 * i + (0 + 1 + 2 + 3)
+    [6, 10, 14]
+    """
+    count = check_int("count", count, minimum=0)
+    period = p * np.arange(_PERIOD, dtype=np.int64) + p * (p - 1) // 2
+    return np.resize(period.astype(dtype), count)
+
+
+def count_wrong(got: np.ndarray, p: int, dtype: str = "float32") -> int:
+    """Elements of an all-reduce result that differ from :func:`expected_sum` (checked in blocks)."""
+    got = np.asarray(got).reshape(-1)
+    want = expected_sum(min(len(got), _BLOCK + _PERIOD), p, dtype)
+    wrong = 0
+    for start in range(0, len(got), _BLOCK):
+        block = got[start : start + _BLOCK]
+        offset = start % _PERIOD
+        wrong += int(np.count_nonzero(block != want[offset : offset + len(block)]))
+    return wrong
+
+
+@dataclass
+class AllreduceTiming:
+    """One row of the benchmark table.
+
+    Attributes
+    ----------
+    n_bytes, count, dtype, algorithm, p
+        What was timed.
+    seconds : float
+        Median time of one all-reduce (slowest rank).
+    samples : ndarray
+        Every sample (seconds per call, slowest rank).
+    batch : int
+        Calls per sample.
+    wrong : int or None
+        Elements that differed from the exact result (``None`` if not checked).
+    """
+
+    n_bytes: int
+    count: int
+    dtype: str
+    algorithm: str
+    p: int
+    seconds: float
+    samples: np.ndarray
+    batch: int
+    wrong: int | None
+
+    @property
+    def algbw(self) -> float:
+        """``n_bytes / seconds`` (bytes/s)."""
+        return self.n_bytes / self.seconds if self.seconds > 0 else math.inf
+
+    @property
+    def busbw(self) -> float:
+        """nccl-tests bus bandwidth, ``algbw * 2 (p - 1) / p`` (bytes/s)."""
+        from ..collectives import bus_bandwidth
+
+        return bus_bandwidth("allreduce", self.n_bytes, self.p, self.seconds)
+
+
+def time_allreduce(
+    comm,
+    count: int,
+    *,
+    dtype: str = "float32",
+    algorithm: str = "ring",
+    iters: int = 20,
+    warmup: int = 3,
+    check: bool = True,
+    min_sample: float = 2e-4,
+) -> AllreduceTiming:
+    """Time an all-reduce of ``count`` elements per rank; every rank must call it.
+
+    Parameters
+    ----------
+    comm : Comm
+    count : int
+        Elements per rank.
+    dtype : {"float32", "float64", "int32"}
+    algorithm : str
+        Any algorithm :func:`distlib.engines.allreduce` accepts.
+    iters : int
+        Timed samples; the median is reported.
+    warmup : int
+        Untimed calls first.
+    check : bool
+        Check the first call's result against the exact sum and count the
+        wrong elements. (The timed calls then run on zeros, so that
+        thousands of in-place sums cannot overflow.)
+    min_sample : float
+        Seconds a sample should last at least (calls are batched).
+
+    Returns
+    -------
+    AllreduceTiming
+        The same on every rank.
+    """
+    return compare_allreduce(
+        comm, count, [algorithm], dtype=dtype, iters=iters, warmup=warmup, check=check, min_sample=min_sample
+    )[algorithm]
+
+
+def compare_allreduce(
+    comm,
+    count: int,
+    algorithms,
+    *,
+    dtype: str = "float32",
+    iters: int = 20,
+    warmup: int = 3,
+    check: bool = True,
+    min_sample: float = 2e-4,
+) -> dict:
+    """Time several all-reduce algorithms on the same buffer, interleaved.
+
+    Sample ``k`` times every algorithm once, one after the other, so a busy
+    moment on a shared machine slows all of them alike and their ratios
+    stay fair. Arguments as :func:`time_allreduce`.
+
+    Returns
+    -------
+    dict
+        Algorithm name -> :class:`AllreduceTiming`.
+    """
+    if not isinstance(comm, Comm):
+        raise TypeError(f"comm must be a distlib.engines Comm, got {type(comm).__name__}")
+    count = check_int("count", count, minimum=0)
+    dtype = check_choice("dtype", dtype, DTYPES)
+    iters = check_int("iters", iters, minimum=1)
+    warmup = check_int("warmup", warmup, minimum=0)
+    min_sample = check_real("min_sample", min_sample, minimum=0)
+    algorithms = list(algorithms)
+    if not algorithms:
+        raise ValueError("algorithms must name at least one algorithm")
+    p = comm.size
+    data = pattern(count, comm.rank, dtype)
+    buf = comm.from_numpy(data)
+    wrong = dict.fromkeys(algorithms)
+    for j, name in enumerate(algorithms):
+        if check:
+            if j:
+                buf[...] = comm.from_numpy(data)  # a fresh copy of the pattern
+            allreduce(comm, buf, algorithm=name)
+            wrong[name] = count_wrong(comm.to_numpy(buf), p, dtype)
+    # Time on zeros: an in-place sum repeated thousands of times would grow
+    # the pattern to overflow; 0 + 0 costs the same as any other addition.
+    buf[...] = 0
+    batch = {}
+    for name in algorithms:
+        for _ in range(warmup):
+            allreduce(comm, buf, algorithm=name)
+        comm.barrier()
+        comm.synchronize()
+        t0 = comm.wtime()
+        allreduce(comm, buf, algorithm=name)
+        comm.synchronize()
+        estimate = comm.wtime() - t0
+        # Calls per sample: enough to last min_sample (rank 0 decides for all).
+        batch[name] = int(comm.bcast_object(int(min(1000, max(1, math.ceil(min_sample / max(estimate, 1e-7)))))))
+    samples = np.empty((len(algorithms), iters))
+    for k in range(iters):
+        for j, name in enumerate(algorithms):
+            comm.barrier()
+            comm.synchronize()
+            t0 = comm.wtime()
+            for _ in range(batch[name]):
+                allreduce(comm, buf, algorithm=name)
+            comm.synchronize()
+            samples[j, k] = (comm.wtime() - t0) / batch[name]
+    slowest = comm.from_numpy(samples.ravel())
+    comm.allreduce(slowest, op="max")  # a collective ends when its last rank does
+    samples = comm.to_numpy(slowest).astype(float).reshape(len(algorithms), iters)
+    return {
+        name: AllreduceTiming(
+            n_bytes=count * np.dtype(dtype).itemsize,
+            count=count,
+            dtype=dtype,
+            algorithm=name,
+            p=p,
+            seconds=float(np.median(samples[j])),
+            samples=samples[j],
+            batch=batch[name],
+            wrong=wrong[name],
+        )
+        for j, name in enumerate(algorithms)
+    }

@@ -1,0 +1,173 @@
+"""Point-to-point messages: blocking, synchronous and non-blocking, timed.
+
+Ranks pair up (0 with 1, 2 with 3, ...; an odd last rank sits out)::
+
+    mpiexec -n 2 python -m mpi4py -m distlib.examples.mpi_p2p
+
+Three experiments, printed by rank 0:
+
+1. **Ping-pong.** Latency of an 8-byte message and bandwidth of a large one
+   (half the round trip).
+2. **When does ``Send`` return?** The partner waits 0.2 s before it posts
+   its receive. A small ``Send`` returns at once (MPICH copies it into a
+   buffer: the *eager* protocol); ``Ssend`` waits for the receive, and so
+   does a large ``Send`` (the *rendezvous* protocol). This is why "everyone
+   sends first" works with small messages and deadlocks with large ones.
+3. **Overlap.** Exchange a large buffer with ``Isend``/``Irecv`` while
+   computing, and compare with doing one after the other. MPI
+   moves a large message only while some MPI call runs on each side, so the
+   overlap is measured twice: computing without touching MPI until
+   ``Waitall``, and computing in slices with a ``Testall`` between them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+import numpy as np
+
+
+def _median_time(fn, repeats: int) -> float:
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return float(np.median(times))
+
+
+def main(argv=None) -> None:
+    from mpi4py import MPI
+
+    parser = argparse.ArgumentParser(prog="python -m distlib.examples.mpi_p2p")
+    parser.add_argument("--mbytes", type=float, default=16.0, help="large message size in MiB (default 16)")
+    parser.add_argument("--repeats", type=int, default=5)
+    ns = parser.parse_args(sys.argv[1:] if argv is None else argv)
+
+    world = MPI.COMM_WORLD
+    if world.Get_size() < 2:
+        print("mpi_p2p needs at least 2 ranks: mpiexec -n 2 ...", flush=True)
+        sys.exit(1)
+    # An odd last rank has no partner: it leaves a communicator of the others.
+    paired = (world.Get_rank() ^ 1) < world.Get_size()
+    comm = world.Split(0 if paired else MPI.UNDEFINED, world.Get_rank())
+    if not paired:
+        print(f"rank {world.Get_rank()}: no partner, sitting out", flush=True)
+        return
+    rank, p = comm.Get_rank(), comm.Get_size()
+    partner = rank ^ 1
+    first = rank % 2 == 0
+    say = (lambda *a: print(*a, flush=True)) if rank == 0 else (lambda *a: None)
+    n_big = int(ns.mbytes * 2**20) // 8
+    small, big = np.zeros(1), np.zeros(n_big)
+    small_in, big_in = np.empty_like(small), np.empty_like(big)
+
+    # 1. ping-pong
+    def pingpong(out, inp):
+        if first:
+            comm.Send(out, dest=partner)
+            comm.Recv(inp, source=partner)
+        else:
+            comm.Recv(inp, source=partner)
+            comm.Send(out, dest=partner)
+
+    pingpong(small, small_in)
+    pingpong(big, big_in)
+    lat = _median_time(lambda: pingpong(small, small_in), 50) / 2
+    one_way = _median_time(lambda: pingpong(big, big_in), ns.repeats) / 2
+    say(f"ping-pong: 8 B one way {lat * 1e6:.1f} us; {big.nbytes / 2**20:g} MiB one way "
+        f"{one_way * 1e3:.2f} ms = {big.nbytes / one_way / 1e9:.2f} GB/s")
+    comm.Barrier()
+
+    # 2. when does a send return?
+    for name, buf, inbuf in (("Send 8 B", small, small_in), ("Ssend 8 B", small, small_in), (f"Send {ns.mbytes:g} MiB", big, big_in)):
+        comm.Barrier()
+        if first:
+            t0 = time.perf_counter()
+            (comm.Ssend if name.startswith("Ssend") else comm.Send)(buf, dest=partner)
+            took = time.perf_counter() - t0
+            say(f"{name:>14} returned after {took * 1e3:7.2f} ms (the receiver waited 200 ms before posting its receive)")
+        else:
+            time.sleep(0.2)
+            comm.Recv(inbuf, source=partner)
+    comm.Barrier()
+
+    # 3. overlap. The work is element-wise NumPy on a cache-sized array (no
+    # BLAS threads, no memory traffic to compete with the copy).
+    a = np.random.default_rng(rank).random(32_768)
+    out = np.empty_like(a)
+
+    def work():
+        np.sin(a, out=out)
+
+    def compute(k):
+        for _ in range(k):
+            work()
+
+    def one_way_send(overlap: bool, k: int):
+        # The sender computes; its partner only receives. MPICH moves a large
+        # message on one machine by having the *receiver* copy it straight out
+        # of the sender's memory, so the sender's CPU is free meanwhile.
+        if not first:
+            comm.Recv(big_in, source=partner)
+            return
+        if overlap:
+            req = comm.Isend(big, dest=partner)
+            compute(k)
+            req.Wait()
+        else:
+            comm.Send(big, dest=partner)
+            compute(k)
+
+    def exchange(overlap: bool, k: int):
+        # Both ranks send and both compute: each CPU must also copy its
+        # incoming message, so there is no idle engine to hide it behind.
+        reqs = [comm.Isend(big, dest=partner), comm.Irecv(big_in, source=partner)]
+        if overlap:
+            for _ in range(k):
+                work()
+                MPI.Request.Testall(reqs)  # give MPI a chance to move data
+            MPI.Request.Waitall(reqs)
+        else:
+            MPI.Request.Waitall(reqs)
+            compute(k)
+
+    t_one = _median_time(work, 50)
+    one_way_send(False, 0)
+    t_msg = comm.allreduce(_median_time(lambda: one_way_send(False, 0), ns.repeats), op=MPI.MAX)
+    k = max(1, int(round(comm.bcast(t_msg / t_one))))  # compute about as long as the transfer
+
+    # Take the variants in turn, many times, so that a busy moment on a
+    # shared machine hits them all alike; report medians of the slowest rank.
+    variants = {
+        "transfer": lambda: one_way_send(False, 0),
+        "compute": lambda: compute(k),
+        "send, then compute": lambda: one_way_send(False, k),
+        "Isend, compute, Wait": lambda: one_way_send(True, k),
+        "exchange, then compute": lambda: exchange(False, k),
+        "Isend/Irecv, compute, Waitall": lambda: exchange(True, k),
+    }
+    samples = {name: [] for name in variants}
+    for _ in range(max(ns.repeats, 3) * 2 + 1):
+        for name, fn in variants.items():
+            comm.Barrier()
+            t0 = time.perf_counter()
+            fn()
+            samples[name].append(comm.allreduce(time.perf_counter() - t0, op=MPI.MAX))
+    t = {name: float(np.median(v)) for name, v in samples.items()}
+    say(f"one-way {ns.mbytes:g} MiB transfer {t['transfer'] * 1e3:.2f} ms; compute ({k} slices) {t['compute'] * 1e3:.2f} ms")
+    for seq, ov in (("send, then compute", "Isend, compute, Wait"), ("exchange, then compute", "Isend/Irecv, compute, Waitall")):
+        hidden = (t[seq] - t[ov]) / min(t["transfer"], t["compute"])
+        say(f"  {seq:<24} {t[seq] * 1e3:7.2f} ms   {ov:<30} {t[ov] * 1e3:7.2f} ms   "
+            f"hidden: {100 * hidden:.0f}% of the shorter part")
+    comm.Barrier()
+    ok = np.array_equal(big_in, big)
+    if not comm.allreduce(ok, op=MPI.LAND):
+        sys.exit(1)
+    say("received buffers match what was sent: True")
+
+
+if __name__ == "__main__":
+    main()

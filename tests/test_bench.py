@@ -1,0 +1,124 @@
+"""``python -m distlib.bench``: the nccl-tests style table over real engines."""
+
+import importlib.util
+import json
+import subprocess
+import sys
+
+import pytest
+
+from distlib.bench import format_table, parse_size, sizes
+
+
+def test_parse_size_uses_powers_of_1024_like_nccl_tests():
+    assert parse_size("8") == 8
+    assert parse_size("1K") == 1024
+    assert parse_size("64M") == 64 * 2**20
+    assert parse_size("1G") == 2**30
+    assert parse_size("2MB") == 2 * 2**20
+    for bad in ("abc", "-1", "1.5"):
+        with pytest.raises(ValueError, match="size"):
+            parse_size(bad)
+
+
+def test_sizes_step_like_nccl_tests():
+    assert sizes(8, 128, 2) == [8, 16, 32, 64, 128]
+    assert sizes(8, 100, 4) == [8, 32]
+    assert sizes(1, 3, 1.5) == [1, 2, 3]
+    with pytest.raises(ValueError):
+        sizes(16, 8, 2)
+    with pytest.raises(ValueError):
+        sizes(8, 64, 1)
+
+
+def _fake_result():
+    row = lambda n, t_builtin, t_ring, wrong: {  # noqa: E731
+        "n_bytes": n, "count": n // 4, "dtype": "float32",
+        "results": {
+            "builtin": {"seconds": t_builtin, "algbw": n / t_builtin, "busbw": n / t_builtin, "wrong": 0, "batch": 1},
+            "ring": {"seconds": t_ring, "algbw": n / t_ring, "busbw": n / t_ring, "wrong": wrong, "batch": 1,
+                     "ratio": t_ring / t_builtin},
+        },
+    }  # fmt: skip
+    return {
+        "collective": "allreduce", "engine": "mpi", "p": 2, "dtype": "float32", "iters": 5, "warmup": 1,
+        "algorithms": ["builtin", "ring"], "memcpy_bandwidth": 5e9, "calibration": None,
+        "rows": [row(1024, 1e-5, 2e-5, 0), row(1 << 20, 1e-3, 5e-4, 3)],
+    }  # fmt: skip
+
+
+def test_format_table_shows_every_column():
+    text = format_table(_fake_result())
+    lines = text.splitlines()
+    assert "memory-copy reference" in text and "5 GB/s" in text
+    header = next(line for line in lines if line.strip().startswith("size"))
+    for col in ("size", "count", "type", "time", "algbw", "busbw", "wrong", "/builtin"):
+        assert col in header
+    small = next(line for line in lines if line.split()[:1] == ["1024"])
+    assert small.split()[2] == "float" and small.split()[6] == "ok" and small.split()[-1] == "2.00"
+    big = next(line for line in lines if line.split()[:1] == [str(1 << 20)])
+    assert big.split()[-2] == "3" and big.split()[-1] == "0.50"  # 3 wrong elements; ring twice as fast
+    assert "# wrong results: 1" in text
+
+
+def _run(args, timeout=240):
+    return subprocess.run([sys.executable, "-m", "distlib.bench", *args], capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.mark.engines
+@pytest.mark.skipif(importlib.util.find_spec("mpi4py") is None, reason="mpi4py not installed")
+def test_bench_mpi_json_is_correct_and_complete(tmp_path, monkeypatch):
+    monkeypatch.setenv("DISTLIB_CACHE_DIR", str(tmp_path))  # measure auto's fit afresh; leave ~/.cache alone
+    out = _run(["allreduce", "--engine", "mpi", "--ranks", "3", "-b", "8", "-e", "256K", "-f", "32",
+                "--algorithms", "ring,tree,hd,auto", "--iters", "3", "--warmup", "1", "--json"])  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    result = json.loads(out.stdout)
+    assert result["engine"] == "mpi" and result["p"] == 3
+    assert result["algorithms"] == ["builtin", "ring", "tree", "halving_doubling", "auto"]
+    assert [row["n_bytes"] for row in result["rows"]] == [8, 256, 8192, 262144]
+    assert result["memcpy_bandwidth"] > 1e8
+    assert set(result["calibration"]["alpha"]) == {"ring", "tree", "halving_doubling"}
+    for row in result["rows"]:
+        for name, r in row["results"].items():
+            assert r["wrong"] == 0, (row["n_bytes"], name)
+            assert r["seconds"] > 0
+            if r["busbw"] is not None:  # busbw = algbw * 2(p-1)/p
+                assert r["busbw"] == pytest.approx(r["algbw"] * 4 / 3)
+        assert row["results"]["ring"]["ratio"] == pytest.approx(
+            row["results"]["ring"]["seconds"] / row["results"]["builtin"]["seconds"]
+        )
+        assert row["results"]["auto"]["choice"] in ("ring", "tree", "halving_doubling")
+    assert "# progress: 4/4 sizes" in out.stderr
+    assert (tmp_path / "alpha_beta.json").exists()
+
+
+@pytest.mark.engines
+@pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="torch not installed")
+def test_bench_gloo_table():
+    out = _run(["allreduce", "--engine", "gloo", "--ranks", "2", "-b", "1K", "-e", "1M", "-f", "32",
+                "--iters", "3", "--warmup", "1", "--quiet"])  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    assert "engine gloo, p = 2 ranks" in out.stdout
+    assert "# wrong results: 0" in out.stdout
+    rows = [line.split() for line in out.stdout.splitlines() if line.strip() and line.split()[0].isdigit()]
+    assert [int(r[0]) for r in rows] == [1024, 32768, 1048576]
+    assert all(r[6] == "ok" and r[10] == "ok" for r in rows)
+
+
+@pytest.mark.engines
+def test_bench_nccl_skips_without_gpu():
+    out = _run(["allreduce", "--engine", "nccl", "--ranks", "2"])
+    if "SKIPPED" in out.stdout:
+        assert out.returncode == 0 and "needs CUDA GPUs" in out.stdout
+    else:  # pragma: no cover - a GPU machine
+        assert out.returncode in (0, 2)
+
+
+def test_bench_mpi_outside_mpiexec_says_how_to_run():
+    out = _run(["allreduce", "--engine", "mpi"])
+    assert out.returncode == 2 and "mpiexec" in out.stderr
+
+
+def test_bench_rejects_unknown_algorithm():
+    out = _run(["allreduce", "--engine", "mpi", "--algorithms", "ring,butterfly"])
+    assert out.returncode != 0 and "butterfly" in out.stderr

@@ -1,0 +1,290 @@
+"""The book's collectives on p threads (ThreadComm): laws, edge cases, deadlock freedom.
+
+No processes are started here; the same code runs over MPI and gloo in
+test_engines_mpi.py and test_engines_torch.py.
+"""
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import distlib as dl
+from distlib.engines import (
+    ALLREDUCE_ALGORITHMS,
+    Calibration,
+    DeadlockError,
+    allgather,
+    allreduce,
+    broadcast,
+    calibrate,
+    choose_algorithm,
+    reduce,
+    reduce_scatter,
+    run_threads,
+)
+from distlib.engines.algorithms import _bounds
+from distlib.engines.comm import ThreadComm
+
+FAST = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+def _data(p, n, seed):
+    return np.random.default_rng(seed).integers(-1000, 1000, size=(p, n))
+
+
+@FAST
+@given(p=st.integers(1, 9), n=st.integers(0, 40), seed=st.integers(0, 2**16))
+def test_every_allreduce_equals_numpy_sum(p, n, seed):
+    X = _data(p, n, seed)
+
+    def work(comm):
+        return {a: allreduce(comm, X[comm.rank].copy(), algorithm=a) for a in ALLREDUCE_ALGORITHMS + ("builtin",)}
+
+    for rank_result in run_threads(work, p, timeout=5):
+        for algorithm, got in rank_result.items():
+            np.testing.assert_array_equal(got, X.sum(axis=0), err_msg=algorithm)
+
+
+@FAST
+@given(p=st.integers(1, 9), n=st.integers(0, 30), seed=st.integers(0, 2**16), op=st.sampled_from(["max", "min"]))
+def test_allreduce_max_min(p, n, seed, op):
+    X = _data(p, n, seed)
+    want = X.max(axis=0) if op == "max" else X.min(axis=0)
+    out = run_threads(lambda c: [allreduce(c, X[c.rank].copy(), op=op, algorithm=a) for a in ALLREDUCE_ALGORITHMS], p)
+    for per_rank in out:
+        for got in per_rank:
+            np.testing.assert_array_equal(got, want)
+
+
+@FAST
+@given(p=st.integers(1, 9), n=st.integers(0, 30), seed=st.integers(0, 2**16))
+def test_reduce_scatter_gives_rank_r_chunk_r(p, n, seed):
+    X = _data(p, n, seed)
+    bounds = dl.chunk_bounds(n, p)
+    out = run_threads(lambda c: [reduce_scatter(c, X[c.rank], algorithm=a) for a in ("ring", "halving_doubling")], p)
+    total = X.sum(axis=0)
+    for r, per_rank in enumerate(out):
+        for got in per_rank:
+            np.testing.assert_array_equal(got, total[bounds[r] : bounds[r + 1]])
+
+
+def test_reduce_scatter_leaves_input_untouched():
+    X = _data(4, 10, 0)
+    copies = X.copy()
+    run_threads(lambda c: reduce_scatter(c, X[c.rank]), 4)
+    np.testing.assert_array_equal(X, copies)
+
+
+@FAST
+@given(counts=st.lists(st.integers(0, 6), min_size=1, max_size=9))
+def test_allgather_concatenates_uneven_pieces(counts):
+    p = len(counts)
+    want = np.concatenate([np.full(c, r * 10 + 1) for r, c in enumerate(counts)])
+
+    def work(comm):
+        piece = np.full(counts[comm.rank], comm.rank * 10 + 1)
+        return [allgather(comm, piece, counts=counts, algorithm=a) for a in ("ring", "halving_doubling", "builtin")]
+
+    for per_rank in run_threads(work, p):
+        for got in per_rank:
+            np.testing.assert_array_equal(got, want)
+
+
+@FAST
+@given(p=st.integers(1, 9), root=st.integers(0, 8), n=st.integers(0, 12))
+def test_broadcast_and_reduce_any_root(p, root, n):
+    root %= p
+    X = _data(p, n, root)
+    out = run_threads(lambda c: (broadcast(c, X[c.rank].copy(), root=root), reduce(c, X[c.rank].copy(), root=root)), p)
+    for got_b, _ in out:
+        np.testing.assert_array_equal(got_b, X[root])
+    np.testing.assert_array_equal(out[root][1], X.sum(axis=0))
+
+
+def test_float_results_are_bit_identical_on_every_rank():
+    # Each chunk is summed on one rank and then copied, so all ranks agree bit for bit.
+    X = np.random.default_rng(1).standard_normal((6, 1001))
+    for algorithm in ALLREDUCE_ALGORITHMS:
+        out = run_threads(lambda c, a=algorithm: allreduce(c, X[c.rank].copy(), algorithm=a), 6)
+        for got in out[1:]:
+            assert got.tobytes() == out[0].tobytes(), algorithm
+        np.testing.assert_allclose(out[0], X.sum(axis=0), rtol=1e-12, atol=1e-12)
+
+
+def test_multidimensional_buffers_are_reduced_in_place():
+    out = run_threads(lambda c: allreduce(c, np.full((2, 3), c.rank + 1.0)), 3)
+    assert out[0].shape == (2, 3)
+    assert np.all(out[2] == 6.0)
+
+
+def test_bounds_match_chunk_bounds():
+    for n in range(0, 30):
+        for p in range(1, 10):
+            assert list(_bounds(n, p)) == dl.chunk_bounds(n, p).tolist()
+
+
+# ---------------------------------------------------------------------------
+# Deadlock: ThreadComm's blocking send is synchronous, like MPI_Ssend
+
+
+def test_naive_ring_deadlocks_and_is_reported():
+    def naive(comm):
+        x, y = np.ones(3), np.empty(3)
+        comm.send(x, (comm.rank + 1) % comm.size)  # everyone sends first...
+        comm.recv(y, (comm.rank - 1) % comm.size)
+
+    with pytest.raises(DeadlockError, match="deadlock|failed"):
+        run_threads(naive, 3, timeout=0.5)
+
+
+def test_sendrecv_ring_does_not_deadlock():
+    def safe(comm):
+        y = np.empty(3)
+        comm.sendrecv(np.full(3, comm.rank), (comm.rank + 1) % comm.size, y, (comm.rank - 1) % comm.size)
+        return y[0]
+
+    assert run_threads(safe, 4, timeout=2) == [3, 0, 1, 2]
+
+
+def test_book_algorithms_survive_synchronous_sends_at_many_sizes():
+    # The schedules never rely on buffering: with synchronous sends they still finish.
+    for p in (2, 3, 5, 8):
+        for n in (1, p - 1, p + 1, 257):
+            run_threads(lambda c, n=n: [allreduce(c, np.ones(n), algorithm=a) for a in ALLREDUCE_ALGORITHMS], p, timeout=5)
+
+
+def test_a_failing_rank_fails_the_run():
+    def work(comm):
+        if comm.rank == 1:
+            raise RuntimeError("rank 1 broke")
+        comm.recv(np.empty(1), 1)
+
+    with pytest.raises(RuntimeError, match="rank 1 broke"):
+        run_threads(work, 3, timeout=5)
+
+
+# ---------------------------------------------------------------------------
+# Argument checks
+
+
+@pytest.mark.parametrize(
+    "call, error, match",
+    [
+        (lambda c: allreduce(c, np.ones(2), algorithm="butterfly"), ValueError, "algorithm"),
+        (lambda c: allreduce(c, np.ones(2), op="prod"), ValueError, "op"),
+        (lambda c: allreduce(c, [1.0, 2.0]), TypeError, "NumPy array"),
+        (lambda c: allreduce(c, np.ones((4, 4))[:, ::2]), ValueError, "contiguous"),
+        (lambda c: broadcast(c, np.ones(2), root=5), ValueError, "root"),
+        (lambda c: allgather(c, np.ones(2), counts=[2]), ValueError, "counts"),
+        (lambda c: allgather(c, np.ones(2), counts=[3, 2]), ValueError, "counts"),
+        (lambda c: reduce_scatter(c, np.ones(2), algorithm="tree"), ValueError, "algorithm"),
+    ],
+)
+def test_bad_arguments_name_the_argument(call, error, match):
+    with pytest.raises(error, match=match):
+        run_threads(call, 2)
+
+
+def test_comm_must_be_a_comm():
+    with pytest.raises(TypeError, match="comm"):
+        allreduce("not a comm", np.ones(2))
+
+
+def test_run_threads_checks_p():
+    with pytest.raises(ValueError, match="p must be"):
+        run_threads(lambda c: None, 0)
+
+
+# ---------------------------------------------------------------------------
+# auto: the tuner
+
+
+def _cal(p, alpha, bandwidth):
+    return Calibration("threads", p, "here", [], {}, alpha=dict(alpha), bandwidth=dict(bandwidth))
+
+
+def test_tuner_picks_the_smallest_predicted_time():
+    alpha = {"ring": 5e-6, "tree": 2e-6, "halving_doubling": 5e-6}
+    bandwidth = dict.fromkeys(ALLREDUCE_ALGORITHMS, 1e10)
+    cal = _cal(6, alpha, bandwidth)
+    for n_bytes in (0, 8, 1e3, 1e5, 1e7, 1e9):
+        times = {a: dl.collective_time("allreduce", n_bytes, 6, alpha=alpha[a], bandwidth=1e10, algorithm=a) for a in alpha}
+        assert cal.choose(n_bytes) == min(times, key=times.get)
+    assert cal.choose(8) == "tree" and cal.choose(1e9) == "ring"
+
+
+def test_calibration_round_trips_and_caches(tmp_path, monkeypatch):
+    monkeypatch.setenv("DISTLIB_CACHE_DIR", str(tmp_path))
+    sizes = (64, 4096, 65536)
+    cals = run_threads(lambda c: calibrate(c, n_bytes=sizes, iters=2), 3, timeout=30)
+    assert all(c.to_dict() == cals[0].to_dict() for c in cals)  # every rank holds rank 0's fit
+    cal = cals[0]
+    assert set(cal.alpha) == set(ALLREDUCE_ALGORITHMS)
+    assert all(a >= 0 for a in cal.alpha.values()) and all(b > 0 for b in cal.bandwidth.values())
+    stored = json.loads((tmp_path / "alpha_beta.json").read_text())
+    assert len(stored) == 1 and next(iter(stored.values()))["p"] == 3
+    # A second calibration reads the cache instead of measuring: same numbers, same time stamp.
+    again = run_threads(lambda c: calibrate(c, n_bytes=sizes), 3)[0]
+    assert again.to_dict() == cal.to_dict()
+    fresh = run_threads(lambda c: calibrate(c, n_bytes=sizes, iters=2, refresh=True), 3, timeout=30)[0]
+    assert fresh.created >= cal.created
+
+
+def test_auto_uses_the_communicators_fit(tmp_path, monkeypatch):
+    monkeypatch.setenv("DISTLIB_CACHE_DIR", str(tmp_path))
+    alpha = {"ring": 5e-6, "tree": 1e-9, "halving_doubling": 5e-6}
+    bandwidth = {"ring": 1e10, "tree": 1e7, "halving_doubling": 1e10}  # tree: cheap steps, poor bandwidth
+    cal = _cal(4, alpha, bandwidth)
+
+    def work(comm):
+        comm._distlib_calibration = cal
+        small = choose_algorithm(comm, 4)
+        big = choose_algorithm(comm, 1 << 20)
+        out = allreduce(comm, np.full(5, comm.rank + 1.0), algorithm="auto")
+        return small, big, out
+
+    for small, big, out in run_threads(work, 4):
+        assert small == "tree" and big in ("ring", "halving_doubling")
+        assert np.all(out == 10.0)
+
+
+def test_calibrate_rejects_too_few_sizes():
+    with pytest.raises(ValueError, match="n_bytes"):
+        run_threads(lambda c: calibrate(c, n_bytes=[64], cache=False), 2)
+
+
+# ---------------------------------------------------------------------------
+# Engines stay lazy
+
+
+def test_importing_engines_imports_neither_mpi4py_nor_torch():
+    code = (
+        "import sys, distlib, distlib.engines, distlib.engines.mpi, distlib.engines.torch_dist, distlib.bench; "
+        "import distlib.examples.mpi_train, distlib.examples.torch_ddp; "
+        "print(sorted(m for m in ('mpi4py', 'torch') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize(
+    "module, call, hint",
+    [
+        ("mpi4py", "from distlib.engines.mpi import world; world()", "pip install mpi4py mpich"),
+        ("torch", "from distlib.engines.torch_dist import init; init('gloo')", "pip install torch"),
+    ],
+)
+def test_missing_engine_says_what_to_install(module, call, hint):
+    code = f"import sys; sys.modules[{module!r}] = None\ntry:\n    {call}\nexcept ImportError as e:\n    print(e)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    assert hint in out.stdout
+
+
+def test_thread_comm_is_a_comm():
+    comm = run_threads(lambda c: c, 2)[0]
+    assert isinstance(comm, ThreadComm) and comm.engine == "threads" and "rank=0" in repr(comm)

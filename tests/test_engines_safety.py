@@ -1,0 +1,189 @@
+"""Runs end cleanly, whatever a rank does: deadlock, SIGKILL, exception, early exit, hang.
+
+Every case must end the whole run with a clear error well within 60 s and
+leave no process behind (checked independently with psutil).
+"""
+
+import importlib.util
+import os
+import time
+
+import psutil
+import pytest
+
+from distlib.engines import RunError, RunTimeout, find_mpiexec, run_mpi, run_torch, try_mpi
+from distlib.engines.launch import RUN_ID_VAR
+
+pytestmark = pytest.mark.engines
+
+HAVE_MPI = importlib.util.find_spec("mpi4py") is not None
+try:
+    find_mpiexec()
+except FileNotFoundError:  # pragma: no cover
+    HAVE_MPI = False
+HAVE_TORCH = importlib.util.find_spec("torch") is not None
+needs_mpi = pytest.mark.skipif(not HAVE_MPI, reason="mpi4py / mpiexec not installed (pip install mpi4py mpich)")
+needs_torch = pytest.mark.skipif(not HAVE_TORCH, reason="torch not installed (pip install torch)")
+
+
+def survivors(run_id: str) -> list:
+    """Live processes carrying the run's tag, found with psutil (not with the launcher's own code)."""
+    alive = []
+    for proc in psutil.process_iter(["pid", "status"]):
+        if proc.pid == os.getpid() or proc.info["status"] == psutil.STATUS_ZOMBIE:
+            continue
+        try:
+            if proc.environ().get(RUN_ID_VAR) == run_id:
+                alive.append(proc.pid)
+        except (psutil.Error, OSError):
+            continue
+    return alive
+
+
+# ---------------------------------------------------------------------------
+# MPI
+
+
+@needs_mpi
+def test_naive_ring_deadlocks_and_the_book_ring_does_not():
+    from distlib.examples.naive_ring_deadlock import demo
+
+    start = time.monotonic()
+    outcomes = demo(3, timeout=4)
+    assert outcomes["naive"].status == "deadlocked"
+    assert "deadlocked" in str(outcomes["naive"])
+    assert outcomes["safe"].status == "completed"
+    assert "received 1 from the left" in outcomes["safe"].result.stdout[2]
+    assert time.monotonic() - start < 30
+    for outcome in outcomes.values():
+        assert survivors(outcome.result.run_id) == []
+
+
+MPI_CASES = {
+    # mode: (expected outcome, text the error must contain, time limit of the run)
+    "kill": ("failed", "killed by signal 9", 30),
+    "raise": ("failed", "rank 1 failed", 30),
+    "exit1": ("failed", "rank 1 failed", 30),
+    "exit0": ("deadlocked", "did not finish within 4 s", 4),  # the others wait for it until MPIEXEC_TIMEOUT
+    "hang": ("deadlocked", "did not finish within 4 s", 4),
+}
+
+
+@needs_mpi
+@pytest.mark.parametrize("mode", list(MPI_CASES))
+def test_mpi_rank_failure_ends_the_run(mode):
+    status, text, limit = MPI_CASES[mode]
+    start = time.monotonic()
+    outcome = try_mpi("distlib.examples.faulty_rank", 3, args=["--mode", mode], timeout=limit)
+    elapsed = time.monotonic() - start
+    assert outcome.status == status
+    assert text in outcome.error
+    assert "every process of the run was" in outcome.error
+    assert elapsed < 30
+    if mode == "raise":
+        assert "rank failed on purpose" in outcome.error  # the failing rank's traceback is shown
+    assert "first all-reduce done" in outcome.result.stdout[0]
+    assert survivors(outcome.result.run_id) == []
+
+
+@needs_mpi
+def test_run_mpi_raises_clear_errors():
+    with pytest.raises(RunTimeout, match="did not finish within 3 s") as info:
+        run_mpi("distlib.examples.faulty_rank", 2, args=["--mode", "hang"], timeout=3)
+    assert survivors(info.value.result.run_id) == []
+    with pytest.raises(RunError, match="rank 1 failed") as info:
+        run_mpi("distlib.examples.faulty_rank", 2, args=["--mode", "raise"], timeout=30)
+    assert info.value.rank == 1
+    assert survivors(info.value.result.run_id) == []
+
+
+# ---------------------------------------------------------------------------
+# torch.distributed (gloo)
+
+TORCH_CASES = {
+    "kill": "rank 1 was killed by signal 9",
+    "raise": "rank 1 exited with status 1",
+    "exit1": "rank 1 exited with status 1",
+    "exit0": "had already exited with status 0",  # a peer's gloo connection closes: it fails
+    "hang": "exited with status 1",  # the others' collective times out (6 s) and they fail
+}
+
+
+@needs_torch
+@pytest.mark.parametrize("mode", list(TORCH_CASES))
+def test_torch_rank_failure_ends_the_run(mode):
+    start = time.monotonic()
+    with pytest.raises(RunError) as info:
+        run_torch(
+            "distlib.examples.faulty_rank:main",
+            2,
+            args=["--engine", "gloo", "--mode", mode],
+            timeout=60,
+            collective_timeout=6,  # also bounds the rendezvous: leave room for a slow start
+        )
+    elapsed = time.monotonic() - start
+    err = info.value
+    assert not isinstance(err, RunTimeout)  # ended by the failure, not by the watchdog
+    assert TORCH_CASES[mode] in str(err)
+    assert "every process of the run was stopped" in str(err)
+    assert elapsed < 60
+    if mode == "hang":
+        assert err.rank == 0 and "Timed out" in err.result.stderr[0]
+    if mode == "raise":
+        assert "rank failed on purpose" in str(err)
+    assert survivors(err.result.run_id) == []
+
+
+@needs_torch
+def test_torch_watchdog_kills_a_run_that_outlives_its_timeout():
+    start = time.monotonic()
+    with pytest.raises(RunTimeout, match="did not finish within 8 s") as info:
+        run_torch(
+            "distlib.examples.faulty_rank:main",
+            2,
+            args=["--engine", "gloo", "--mode", "hang"],
+            timeout=8,
+            collective_timeout=300,  # longer than the run: only the watchdog can end it
+        )
+    assert time.monotonic() - start < 30
+    assert survivors(info.value.result.run_id) == []
+
+
+# ---------------------------------------------------------------------------
+# Nothing survives, not even a process a rank detached into its own session
+
+ORPHAN = """
+import subprocess, sys
+child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"], start_new_session=True,
+                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+print(child.pid, flush=True)
+"""
+
+
+def _assert_dead(pid):
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        if not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"process {pid} outlived its run")
+
+
+@needs_mpi
+def test_run_mpi_kills_detached_grandchildren(tmp_path):
+    script = tmp_path / "orphan.py"
+    script.write_text(ORPHAN)
+    result = run_mpi(str(script), 2, timeout=30)
+    for r in range(2):
+        _assert_dead(int(result.lines(r)[0]))
+    assert survivors(result.run_id) == []
+
+
+def test_run_torch_kills_detached_grandchildren(tmp_path):
+    # A plain script (no torch import): run_torch's process handling alone.
+    script = tmp_path / "orphan.py"
+    script.write_text(ORPHAN)
+    result = run_torch(str(script), 2, timeout=30)
+    for r in range(2):
+        _assert_dead(int(result.lines(r)[0]))
+    assert survivors(result.run_id) == []
