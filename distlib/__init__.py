@@ -19,5 +19,17 @@ from .walls import (RECIPES, StateBytes, Walls, training_flops, model_state_byte
 from .hardware import Accelerator, accelerator, accelerators, accelerator_names
 from .roofline import Roof, Operation, Placement, ridge_point, attainable_flops, place, example_operations
 from .measure import Measurement, measure_matmul_flops, measure_memory_bandwidth, machine_roof
+from .walls import ADAM_UPDATE_FLOPS_PER_PARAM, optimizer_flops_share, max_params_to_fit, round_to_bf16
+
+from .topology import (TOPOLOGY_KINDS, H100_NVLINK_BANDWIDTH, NDR_NIC_BANDWIDTH, Topology, Metrics, Bisection,
+                       RingLoads, topology, topology_closed_form, ring_order, ring_link_loads)
+from .collectives import (COLLECTIVES, ALGORITHMS, p2p_time, cost_coefficients, collective_time,
+                          bandwidth_lower_bound, fastest_algorithm, crossover_size, Regime, regime, bus_factor,
+                          bus_bandwidth, algorithm_bandwidth, fit_alpha_beta, FitReport, fit_report, NcclTable,
+                          load_nccl_table, check_nccl_table)
 
 __version__ = "0.1.0"
+from .overlap import bucket_timeline, naive_layerwise_time, cg_iteration_time
+from .measure_overlap import DDPComparison, compare_ddp, fit_allreduce, parse_json_line
+from .collectives import in_network_allreduce_time
+from .topology import crossing_ring_order

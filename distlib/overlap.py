@@ -54,11 +54,14 @@ __all__ = [
     "overlap_speedup_bound",
     "layerwise_closed_form",
     "layerwise_exact_time",
+    "naive_layerwise_time",
+    "cg_iteration_time",
     "no_backup",
     "Bucket",
     "bucket_gradients",
     "DDPStep",
     "ddp_step",
+    "bucket_timeline",
     "BucketSweep",
     "bucket_sweep",
     "gradient_profile",
@@ -479,6 +482,75 @@ def layerwise_exact_time(backward_times, comm_times, *, forward_time=0.0) -> flo
     return f + float(np.max(ready + tail))
 
 
+def naive_layerwise_time(backward_times, comm_times) -> float:
+    """The layer-wise formula that circulates, kept here to measure its error: do not use it.
+
+    It reads ``T = B + max(0, T_AR(1) - (T_bwd(2) + ... + T_bwd(L)))`` with
+    layers numbered from the input, i.e. here (backward order, the input
+    layer last) ``B + max(0, c[-1] - (B - b[-1]))``. It lets the input
+    layer's all-reduce run under the backward of layers 2..L, but those run
+    *before* layer 1 in the backward pass, so that all-reduce cannot start
+    until the backward pass is over. It also ignores every other all-reduce
+    and the forward pass. When :func:`no_backup` holds and ``c[-1] <= B -
+    b[-1]``, it is short by exactly ``c[-1]``; when the queue backs up, by more.
+
+    Examples
+    --------
+    >>> b, c = [1, 1, 1], [0.5, 0.5, 0.5]
+    >>> naive_layerwise_time(b, c), overlap_timeline(b, c).iteration_time
+    (3.0, 3.5)
+    >>> naive_layerwise_time([1, 1, 1], [2, 2, 2]), layerwise_exact_time([1, 1, 1], [2, 2, 2])
+    (3.0, 7.0)
+    """
+    b = _times("backward_times", backward_times)
+    c = _times("comm_times", comm_times)
+    _same_length("comm_times", c, "backward_times", b)
+    B = math.fsum(b)
+    return B + max(0.0, float(c[-1]) - (B - float(b[-1])))
+
+
+def cg_iteration_time(spmv_time, allreduce_time, *, method="classic", vector_time=0.0,
+                      extra_vector_time=0.0) -> float:
+    """Time of one conjugate-gradient iteration on many ranks, classic or pipelined.
+
+    Classic CG (Hestenes-Stiefel) waits for two global sums per iteration,
+    one after the matrix-vector product and one after the residual update:
+    ``spmv + 2 * allreduce + vector``. Pipelined CG (Ghysels and Vanroose,
+    Parallel Computing 40(7), 2014) needs one sum per iteration and starts
+    it before the matrix-vector product, which then hides it:
+    ``max(spmv, allreduce) + vector + extra_vector`` (it does a few more
+    vector updates per iteration: ``extra_vector_time``). This assumes the
+    sum makes progress while the product runs (MPI's asynchronous progress).
+
+    Parameters
+    ----------
+    spmv_time, allreduce_time : float
+        Seconds (>= 0): one matrix-vector product (with its halo exchange)
+        and one all-reduce of a few numbers.
+    method : {"classic", "pipelined"}
+    vector_time, extra_vector_time : float
+        Seconds (>= 0) of local vector work per iteration, and what
+        pipelining adds to it.
+
+    Examples
+    --------
+    At scale the sum's latency rivals the product: 50 µs each.
+
+    >>> round(cg_iteration_time(50e-6, 50e-6) * 1e6, 6)
+    150.0
+    >>> round(cg_iteration_time(50e-6, 50e-6, method="pipelined") * 1e6, 6)
+    50.0
+    """
+    spmv = check_real("spmv_time", spmv_time, minimum=0)
+    ar = check_real("allreduce_time", allreduce_time, minimum=0)
+    check_choice("method", method, ["classic", "pipelined"])
+    vec = check_real("vector_time", vector_time, minimum=0)
+    extra = check_real("extra_vector_time", extra_vector_time, minimum=0)
+    if method == "classic":
+        return spmv + 2 * ar + vec
+    return max(spmv, ar) + vec + extra
+
+
 # ---------------------------------------------------------------------------
 # DDP-style buckets
 
@@ -724,6 +796,74 @@ def ddp_step(backward_times, grad_bytes, *, bucket_bytes, alpha, bandwidth, p, f
         raise TypeError(f"overlap must be True or False, got {overlap!r}")
     return _ddp(b, g, cap, first, rule, alpha=alpha, bandwidth=bandwidth, p=p, forward_time=f,
                 algorithm=algorithm, overlap=bool(overlap))
+
+
+def bucket_timeline(backward_times, buckets, comm_times, *, forward_time=0.0, overlap=True) -> OverlapTimeline:
+    """The step for buckets given explicitly, each with its own all-reduce time.
+
+    For comparing the model with a real run: pass the buckets the framework
+    actually built (PyTorch DDP reports them) and all-reduce times measured
+    or fitted on the machine, instead of letting :func:`ddp_step` pack the
+    gradients and price the messages.
+
+    Parameters
+    ----------
+    backward_times : array_like, shape (L,)
+        Backward compute per layer, seconds (>= 0), in backward order.
+    buckets : sequence of sequences of int, or of :class:`Bucket`
+        The layers (indices into ``backward_times``) of each bucket. Every
+        layer appears in exactly one bucket. A bucket is ready when the
+        last of its layers finishes; buckets are sent in the order they
+        become ready.
+    comm_times : array_like, shape (M,)
+        All-reduce time of each bucket, seconds (>= 0), in the order of ``buckets``.
+    forward_time : float
+    overlap : bool
+
+    Examples
+    --------
+    Layers 0 and 1 in one bucket, layer 2 alone:
+
+    >>> t = bucket_timeline([1, 1, 1], [[0, 1], [2]], [0.5, 0.25])
+    >>> t.ready.tolist(), t.iteration_time
+    ([2.0, 3.0], 3.25)
+
+    The same buckets as :func:`ddp_step` packs and prices give the same step
+    (2 + 2 bytes, then 1 byte; 8 bytes/s, p = 2: ``n / 8`` seconds each):
+
+    >>> s = ddp_step([1, 1, 1], [2, 2, 1], bucket_bytes=4, alpha=0, bandwidth=8, p=2)
+    >>> [bk.layers for bk in s.buckets], s.bucket_comm_times.tolist()
+    ([(0, 1), (2,)], [0.5, 0.125])
+    >>> bucket_timeline([1, 1, 1], s.buckets, [0.5, 0.125]).iteration_time == s.iteration_time
+    True
+    """
+    b = _times("backward_times", backward_times)
+    c = _times("comm_times", comm_times, allow_empty=True)
+    f = check_real("forward_time", forward_time, minimum=0)
+    if not isinstance(overlap, (bool, np.bool_)):
+        raise TypeError(f"overlap must be True or False, got {overlap!r}")
+    if isinstance(buckets, (str, bytes)) or not hasattr(buckets, "__len__"):
+        raise TypeError("buckets must be a sequence of sequences of layer indices")
+    groups = []
+    for k, bk in enumerate(buckets):
+        layers = bk.layers if isinstance(bk, Bucket) else bk
+        try:
+            layers = [int(i) for i in layers]
+        except (TypeError, ValueError):
+            raise TypeError(f"buckets[{k}] must be a sequence of layer indices, got {bk!r}") from None
+        if not layers:
+            raise ValueError(f"buckets[{k}] is empty; every bucket must hold at least one layer")
+        groups.append(layers)
+    flat = sorted(i for g in groups for i in g)
+    if flat != list(range(len(b))):
+        raise ValueError(f"buckets must hold every layer 0..{len(b) - 1} exactly once, got {flat}")
+    if len(c) != len(groups):
+        raise ValueError(f"comm_times must have one entry per bucket ({len(groups)}); got {len(c)}")
+    last = np.array([max(g) for g in groups], dtype=np.int64)
+    order = np.argsort(last, kind="stable")
+    return _schedule(f, b, c[order], last[order], overlap=bool(overlap),
+                     layer_labels=tuple(f"layer {i}" for i in range(len(b))),
+                     message_labels=tuple(f"bucket {int(k)}" for k in order))
 
 
 @dataclass(frozen=True)

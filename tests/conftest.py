@@ -16,6 +16,14 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 
+def toc_chapters() -> list[str]:
+    """Chapter pages in book order, read from _toc.yml (e.g. "notebooks/01_ring")."""
+    import yaml
+
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    return [c["file"] for part in toc["parts"] for c in part["chapters"]]
+
+
 @pytest.fixture(scope="session")
 def book_build(tmp_path_factory):
     """Build the book from a clean output folder, warnings as errors.

@@ -342,3 +342,122 @@ def test_bad_types_are_named():
         dl.overlap_timeline([1], [1], overlap="yes")
     with pytest.raises(TypeError, match="p must be an integer"):
         dl.ddp_step([1], [1], bucket_bytes=1, alpha=0, bandwidth=1, p=2.5)
+
+
+# --- explicit buckets, the naive formula, the measured-sweep plot (chapter 8) ---
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.tuples(times, st.floats(1.0, 1e6)), min_size=1, max_size=10), st.floats(1.0, 2e6), times)
+def test_bucket_timeline_reproduces_ddp_step(layer_list, cap, f):
+    b, g = [x for x, _ in layer_list], [y for _, y in layer_list]
+    for overlap in (True, False):
+        s = dl.ddp_step(b, g, bucket_bytes=cap, alpha=1e-3, bandwidth=1e6, p=4, forward_time=f, overlap=overlap)
+        t = dl.bucket_timeline(b, s.buckets, s.bucket_comm_times, forward_time=f, overlap=overlap)
+        assert close(t.iteration_time, s.iteration_time)
+        np.testing.assert_allclose(t.comm_end, s.timeline.comm_end, rtol=1e-12, atol=1e-12)
+
+
+def test_bucket_timeline_sends_buckets_in_ready_order():
+    # buckets given out of order are sent in the order they become ready
+    t = dl.bucket_timeline([1, 1, 1], [[2], [0, 1]], [0.25, 0.5])
+    assert t.ready.tolist() == [2.0, 3.0]
+    assert t.comm_times.tolist() == [0.5, 0.25]
+    assert t.message_labels == ("bucket 1", "bucket 0")
+    assert t.iteration_time == 3.25
+
+
+@pytest.mark.parametrize(
+    "buckets, comm, match",
+    [
+        ([[0], [2]], [1, 1], "every layer"),
+        ([[0, 1], [1, 2]], [1, 1], "every layer"),
+        ([[0, 1, 2]], [1, 1], "one entry per bucket"),
+        ([[0, 1], []], [1, 1], "empty"),
+        ([[0, 1, 2]], [-1], "comm_times"),
+    ],
+)
+def test_bucket_timeline_rejects_bad_buckets(buckets, comm, match):
+    with pytest.raises(ValueError, match=match):
+        dl.bucket_timeline([1, 1, 1], buckets, comm)
+
+
+def test_bucket_timeline_bad_types():
+    with pytest.raises(TypeError, match="buckets"):
+        dl.bucket_timeline([1], "0", [1])
+    with pytest.raises(TypeError, match=r"buckets\[0\]"):
+        dl.bucket_timeline([1], [["a"]], [1])
+
+
+@settings(max_examples=100, deadline=None)
+@given(layers())
+def test_naive_formula_never_exceeds_the_truth_and_misses_the_last_allreduce(args):
+    b, c, f = args
+    naive = dl.naive_layerwise_time(b, c)
+    exact = dl.overlap_timeline(b, c).iteration_time
+    assert naive <= exact + 1e-9  # it is at best a lower bound
+    B = math.fsum(b)
+    if dl.no_backup(b, c) and c[-1] <= B - b[-1]:
+        assert close(exact - naive, c[-1])  # short by exactly the input layer's all-reduce
+
+
+def test_naive_formula_is_right_only_when_the_last_allreduce_is_free():
+    assert dl.naive_layerwise_time([1, 1, 1], [0.5, 0.5, 0.0]) == dl.overlap_timeline([1, 1, 1], [0.5, 0.5, 0]).iteration_time
+    assert dl.naive_layerwise_time([1, 1, 1], [0.5, 0.5, 0.1]) < dl.overlap_timeline([1, 1, 1], [0.5, 0.5, 0.1]).iteration_time
+
+
+def _fake_report():
+    ar = {4e5: 5e-4, 8e5: 9e-4, 1.2e6: 1.3e-3}
+    return {
+        "p": 2, "forward_time": 1e-3, "backward_times": [1e-3, 1e-3, 1e-3], "grad_bytes": [4e5, 4e5, 4e5],
+        "allreduce": {"n_bytes": list(ar), "seconds": list(ar.values())},
+        "sweep": [
+            {"bucket_cap_mb": 0.25, "buckets": None, "compute": 4e-3, "overlap": 4.6e-3, "no_overlap": 5.3e-3,
+             "compute_cpu": 4e-3, "overlap_cpu": 5e-3, "no_overlap_cpu": 5e-3},
+            {"bucket_cap_mb": 2.0, "buckets": [{"n_bytes": 1.2e6, "layers": [0, 1, 2]}], "compute": 4e-3,
+             "overlap": 5.3e-3, "no_overlap": 5.3e-3},
+        ],
+    }
+
+
+def test_plot_measured_sweep_draws_measurements_and_model():
+    pytest.importorskip("matplotlib")
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    from distlib.measure_overlap import compare_ddp
+    from distlib.plots.overlap import plot_measured_sweep
+
+    c = compare_ddp(_fake_report())
+    fig = Figure(figsize=(4, 3), dpi=60)
+    FigureCanvasAgg(fig)
+    ax = fig.add_subplot()
+    art = plot_measured_sweep(ax, c, cpu=True)
+    np.testing.assert_allclose(art["measured_overlap"].get_ydata(), [4.6, 5.3])
+    np.testing.assert_allclose(art["model_overlap"].get_ydata(), c.predicted_overlap * 1e3)
+    np.testing.assert_allclose(art["measured_overlap"].get_xdata(), [0.25 * 2**20, 2 * 2**20])
+    assert art["model_no_overlap"].get_ydata()[0] == pytest.approx(5.3)
+    assert art["cpu"] is None  # the second row has no CPU times
+    fig.canvas.draw()
+    with pytest.raises(TypeError, match="DDPComparison"):
+        plot_measured_sweep(ax, object())
+
+
+@settings(max_examples=100, deadline=None)
+@given(times, times, times)
+def test_cg_iteration_pipelined_hides_one_of_two_costs(spmv, ar, vec):
+    classic = dl.cg_iteration_time(spmv, ar, vector_time=vec)
+    piped = dl.cg_iteration_time(spmv, ar, method="pipelined", vector_time=vec)
+    assert close(classic, spmv + 2 * ar + vec)
+    assert close(piped, max(spmv, ar) + vec)
+    assert piped <= classic + 1e-12
+    # the gain from pipelining is the overlap bound of the product and the two sums, at most 3x
+    if min(spmv, ar) > 0 and vec == 0:
+        assert classic / piped <= 3 + 1e-9
+
+
+def test_cg_iteration_bad_arguments():
+    with pytest.raises(ValueError, match="method"):
+        dl.cg_iteration_time(1, 1, method="chebyshev")
+    with pytest.raises(ValueError, match="allreduce_time"):
+        dl.cg_iteration_time(1, -1)

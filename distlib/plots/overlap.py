@@ -16,7 +16,8 @@ from matplotlib.ticker import FuncFormatter, MaxNLocator
 from ..fmt import fmt_bytes
 from ..overlap import BucketSweep, OverlapTimeline
 
-__all__ = ["TimelinePicture", "plot_timeline", "plot_bucket_sweep", "animate_timeline", "time_unit", "COLORS"]
+__all__ = ["TimelinePicture", "plot_timeline", "plot_bucket_sweep", "plot_measured_sweep", "animate_timeline",
+           "time_unit", "COLORS"]
 
 COLORS = {
     "forward": "#9e9e9e",
@@ -247,6 +248,59 @@ def plot_bucket_sweep(ax, sweep: BucketSweep, *, mark_best=True) -> dict:
     ax.set_ylim(bottom=min(lo * 0.9, float(np.min(sweep.iteration_time)) * scale * 0.9))
     ax.legend(loc="best", fontsize=8)
     return {"time": line, "floor": floor, "one_bucket": one, "best": best}
+
+
+def plot_measured_sweep(ax, comparison, *, cpu=False) -> dict:
+    """Measured step times beside the model's, against DDP's bucket capacity.
+
+    ``comparison`` is a :class:`distlib.measure_overlap.DDPComparison`.
+    Filled markers are measurements (medians), lines of the same colour the
+    model: blue for overlap (ordinary DDP), red for one all-reduce after the
+    backward pass, green for the step without communication. With
+    ``cpu=True``, the CPU time per step with overlap is drawn too (grey):
+    the part of the communication that took processor time.
+
+    Returns the artists: ``"measured_overlap"``, ``"model_overlap"``,
+    ``"measured_no_overlap"``, ``"model_no_overlap"``,
+    ``"measured_compute"``, ``"model_compute"`` and ``"cpu"`` (None unless
+    asked for).
+    """
+    for name in ("bucket_bytes", "measured_overlap", "predicted_overlap", "measured_no_overlap",
+                 "predicted_no_overlap", "measured_compute", "predicted_compute"):
+        if not hasattr(comparison, name):
+            raise TypeError(f"comparison must be a DDPComparison (no attribute {name!r}), "
+                            f"got {type(comparison).__name__}")
+    x = np.asarray(comparison.bucket_bytes, dtype=float)
+    top = max(float(np.max(comparison.measured_overlap)), float(np.max(comparison.measured_no_overlap)),
+              float(np.max(comparison.predicted_overlap)), float(comparison.predicted_no_overlap))
+    scale, unit = time_unit(top)
+    blue, red, green = "#4c72b0", "#d62728", "#2ca02c"
+    out = {}
+    (out["model_overlap"],) = ax.plot(x, comparison.predicted_overlap * scale, "--", color=blue, linewidth=1.2,
+                                      label="model: overlap (DDP)")
+    (out["measured_overlap"],) = ax.plot(x, comparison.measured_overlap * scale, "o-", color=blue, markersize=6,
+                                         label="measured: overlap (DDP)")
+    out["model_no_overlap"] = ax.axhline(comparison.predicted_no_overlap * scale, color=red, linestyle="--",
+                                         linewidth=1.2, label="model: one all-reduce after backward")
+    (out["measured_no_overlap"],) = ax.plot(x, comparison.measured_no_overlap * scale, "s", color=red,
+                                            markersize=6, label="measured: one all-reduce after backward")
+    out["model_compute"] = ax.axhline(comparison.predicted_compute * scale, color=green, linestyle=":",
+                                      linewidth=1.2, label="model: no communication")
+    (out["measured_compute"],) = ax.plot(x, comparison.measured_compute * scale, "^", color=green, markersize=6,
+                                         label="measured: no communication")
+    out["cpu"] = None
+    if cpu and hasattr(comparison, "cpu_overlap") and np.all(np.isfinite(comparison.cpu_overlap)):
+        (out["cpu"],) = ax.plot(x, comparison.cpu_overlap * scale, "x:", color="0.4", markersize=6,
+                                label="measured: CPU time per step, overlap")
+    ax.set_xscale("log")
+    ax.set_xticks(x)
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v / 2**20:g} MiB"))
+    ax.xaxis.set_minor_formatter(FuncFormatter(lambda v, _: ""))
+    ax.set_xlabel("bucket_cap_mb")
+    ax.set_ylabel(f"step time ({unit})")
+    ax.set_ylim(bottom=0)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2, fontsize=7, frameon=False)
+    return out
 
 
 def animate_timeline(timeline, *, frames=20, figsize=(5.6, 1.9), dpi=72, interval=150):
