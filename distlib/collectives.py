@@ -76,6 +76,7 @@ __all__ = [
     "cost_coefficients",
     "collective_time",
     "bandwidth_lower_bound",
+    "in_network_allreduce_time",
     "fastest_algorithm",
     "crossover_size",
     "Regime",
@@ -270,6 +271,48 @@ def bandwidth_lower_bound(collective, n_bytes, p, *, bandwidth):
     factor = {"allreduce": 2 * (p - 1) / p, "reduce_scatter": (p - 1) / p, "allgather": (p - 1) / p,
               "broadcast": 1.0, "reduce": 1.0}[collective]
     return factor * n / bandwidth
+
+
+def in_network_allreduce_time(n_bytes, p, *, alpha, bandwidth):
+    """Idealised all-reduce through a switch that adds: ``2 alpha + n_bytes / bandwidth``.
+
+    With in-network reduction (InfiniBand SHARP; NVLink SHARP, which NCCL
+    calls NVLS, on third-generation NVSwitch) every rank sends its buffer
+    into the switch once and receives the sum once: ``n_bytes`` each way
+    per rank, instead of the ``2 (p-1)/p * n_bytes`` that any algorithm
+    built from point-to-point sends must move (:func:`bandwidth_lower_bound`).
+    One latency on the way up, one on the way down. This is a best case:
+    real implementations move somewhat more (NVLS shards the buffer across
+    the GPUs and multicasts the result), and the switch's own reduction
+    rate can cap them.
+
+    Parameters
+    ----------
+    n_bytes : float or array_like
+        Each rank's buffer (bytes, >= 0).
+    p : int
+        Ranks (>= 1); with one rank nothing moves (0 s).
+    alpha : float
+        Latency of one trip through the switch, seconds (>= 0).
+    bandwidth : float
+        Each rank's link to the switch, bytes/s, one direction (> 0).
+
+    Examples
+    --------
+    1 GB on 8 ranks over 450 GB/s links (H100 NVLink, one direction), no latency:
+    the time is ``n / B``, so nccl-tests' all-reduce bus bandwidth, which
+    multiplies ``n / t`` by ``2 (p-1)/p``, reads 1.75 times the link rate:
+
+    >>> t = in_network_allreduce_time(1e9, 8, alpha=0.0, bandwidth=450e9)
+    >>> round(bus_bandwidth("allreduce", 1e9, 8, t) / 1e9, 1)
+    787.5
+    """
+    n = _n_bytes(n_bytes)
+    p = check_int("p", p, minimum=1)
+    alpha, bandwidth = _link(alpha, bandwidth)
+    if p == 1:
+        return 0.0 * n
+    return 2 * alpha + n / bandwidth
 
 
 def fastest_algorithm(collective, n_bytes, p, *, alpha, bandwidth, algorithms=ALGORITHMS) -> str:

@@ -60,6 +60,7 @@ __all__ = [
     "topology_closed_form",
     "ring_order",
     "ring_link_loads",
+    "crossing_ring_order",
 ]
 
 TOPOLOGY_KINDS = ("ring", "torus", "hypercube", "fat_tree", "dragonfly", "dgx")
@@ -1110,6 +1111,49 @@ def _torus_cycle(dims) -> list:
     seq += [(i,) + cols[0] for i in range(m - 1, -1, -1)]
     start = seq.index((0,) + cols[0])
     return seq[start:] + seq[:start]
+
+
+def crossing_ring_order(topo: Topology, *, method: str = "auto") -> list:
+    """A worst-case ring: hosts alternate between the two halves of a bisection.
+
+    Take the cut that :meth:`Topology.bisection` finds (sides ``A`` and
+    ``B``) and order the hosts ``A[0], B[0], A[1], B[1], ...`` (any hosts
+    left over when ``P`` is odd go last). Nearly every ring message then
+    crosses the cut: with ``P`` even, ``P/2`` messages go from ``A`` to ``B``
+    in every step, over at most ``b`` link directions for ``b`` links in the
+    cut. Whatever the routing, some link direction carries at least
+
+        P / (2 b)
+
+    messages per step, so a bandwidth-bound ring step runs at least that many
+    times slower than on idle links. A full-bisection network (``b = P/2``)
+    can keep this at 1; a torus or an oversubscribed fat-tree cannot. When
+    the bisection is only an upper bound, ``P / (2 b)`` is still a valid
+    lower bound on the congestion.
+
+    Parameters
+    ----------
+    topo : Topology
+    method : str
+        Passed to :meth:`Topology.bisection`.
+
+    Examples
+    --------
+    On a 4 x 8 torus the bisection is 8 links, so 32 hosts need >= 32/16 = 2:
+
+    >>> t = topology("torus", dims=(4, 8))
+    >>> ring_link_loads(t, crossing_ring_order(t), routing="ecmp").max_load >= 32 / (2 * t.bisection_links())
+    True
+    >>> ring_link_loads(t).max_load        # the topology-aware ring of ring_order()
+    1
+    """
+    if not isinstance(topo, Topology):
+        raise TypeError(f"topo must be a Topology from distlib.topology(), got {type(topo).__name__}")
+    side = topo.bisection(method=method).side
+    a = [h for h in topo.hosts if h in side]
+    b = [h for h in topo.hosts if h not in side]
+    order = [h for pair in zip(a, b) for h in pair]
+    return order + a[len(b):] + b[len(a):]
 
 
 def ring_link_loads(topo: Topology, order=None, *, routing: str = "shortest") -> RingLoads:

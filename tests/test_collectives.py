@@ -338,3 +338,37 @@ def test_load_unknown_table():
 def test_exported_from_top_level():
     assert dl.collective_time is collective_time and dl.fit_alpha_beta is fit_alpha_beta
     assert dl.bus_bandwidth is bus_bandwidth
+
+
+# ---------------------------------------------------------------------------
+# in-network reduction (SHARP / NVLS), idealised
+# ---------------------------------------------------------------------------
+
+
+@settings(max_examples=60, deadline=None)
+@given(n=st.floats(1.0, 1e10), p=st.integers(3, 4096), bw=st.floats(1e8, 1e12))
+def test_in_network_reduction_beats_the_point_to_point_bound(n, p, bw):
+    from distlib.collectives import in_network_allreduce_time
+
+    t = in_network_allreduce_time(n, p, alpha=0.0, bandwidth=bw)
+    assert t == pytest.approx(n / bw)
+    assert t < bandwidth_lower_bound("allreduce", n, p, bandwidth=bw)
+    # so nccl-tests' busbw (factor 2(p-1)/p) exceeds the link rate, by exactly that factor
+    busbw = bus_bandwidth("allreduce", n, p, t)
+    assert busbw > bw
+    assert busbw == pytest.approx(2 * (p - 1) / p * bw)
+
+
+def test_in_network_reduction_latency_and_edge_cases():
+    from distlib.collectives import in_network_allreduce_time
+
+    assert in_network_allreduce_time(0.0, 8, alpha=3e-6, bandwidth=1e9) == pytest.approx(6e-6)  # up and down
+    assert in_network_allreduce_time(1e6, 1, alpha=3e-6, bandwidth=1e9) == 0.0
+    np.testing.assert_allclose(in_network_allreduce_time([0.0, 1e9], 2, alpha=1e-6, bandwidth=1e9), [2e-6, 1 + 2e-6])
+    assert dl.in_network_allreduce_time is in_network_allreduce_time
+    with pytest.raises(ValueError, match="p must be an integer >= 1"):
+        in_network_allreduce_time(1e6, 0, alpha=1e-6, bandwidth=1e9)
+    with pytest.raises(ValueError, match="bandwidth must be a finite number > 0"):
+        in_network_allreduce_time(1e6, 8, alpha=1e-6, bandwidth=0)
+    with pytest.raises(ValueError, match="alpha must be a finite number >= 0"):
+        in_network_allreduce_time(1e6, 8, alpha=-1.0, bandwidth=1e9)

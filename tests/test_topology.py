@@ -353,3 +353,42 @@ def test_bad_kind_and_methods():
 def test_exported_from_top_level():
     assert dl.topology is topology and dl.topology_closed_form is topology_closed_form
     assert dl.topology("torus", dims=(4, 4)).diameter() == 4
+
+
+# ---------------------------------------------------------------------------
+# a ring that crosses the bisection in every message: congestion >= P / (2 b)
+# ---------------------------------------------------------------------------
+
+CROSSING = [("torus", dict(dims=(4, 4))), ("torus", dict(dims=(3, 5))), ("torus", dict(dims=(4, 8))),
+            ("hypercube", dict(d=4)), ("fat_tree", dict(k=4)), ("fat_tree", dict(k=4, oversubscription=2)),
+            ("ring", dict(p=9)), ("dragonfly", dict(a=2, p=2, h=1)), ("dgx", dict(nodes=2))]
+
+
+@pytest.mark.parametrize("case", CROSSING, ids=_id)
+def test_crossing_ring_congestion_is_at_least_p_over_twice_the_bisection(case):
+    from distlib.topology import crossing_ring_order
+
+    kind, size = case
+    t = topology(kind, **size)
+    order = crossing_ring_order(t)
+    assert sorted(order, key=repr) == sorted(t.hosts, key=repr)
+    side = t.bisection().side
+    P = t.n_hosts
+    crossings = sum((order[i] in side) != (order[(i + 1) % P] in side) for i in range(P))
+    assert crossings >= P - 1 - (P % 2)  # every message but the odd host's crosses
+    bound = (P // 2) / t.bisection().links
+    for routing in ("shortest", "ecmp"):
+        assert ring_link_loads(t, order, routing=routing).max_load >= bound - 1e-9
+
+
+def test_crossing_ring_separates_full_bisection_from_thin_networks():
+    from distlib.topology import crossing_ring_order
+
+    fat = topology("fat_tree", k=4)
+    assert ring_link_loads(fat, crossing_ring_order(fat), routing="ecmp").max_load == pytest.approx(1.0)
+    thin = topology("fat_tree", k=4, oversubscription=2)
+    assert ring_link_loads(thin, crossing_ring_order(thin), routing="ecmp").max_load == pytest.approx(2.0)
+    assert ring_link_loads(thin, routing="ecmp").max_load == pytest.approx(1.0)  # pod by pod: no congestion
+    with pytest.raises(TypeError, match="topo must be a Topology"):
+        crossing_ring_order("torus")
+    assert dl.crossing_ring_order is crossing_ring_order

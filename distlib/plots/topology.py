@@ -54,19 +54,25 @@ def layout(topo: Topology) -> dict:
             pos[v] = (x, y)
         return pos
     if kind == "hypercube":
+        # Bits pair up into squares (bit 2q along x, bit 2q+1 along y); each
+        # further pair is a larger square turned a little, so that no edge
+        # runs through a node it does not join (with parallel, doubled
+        # vectors, bit 2's edge 0-4 would pass straight through node 1).
         d = topo.size["d"]
+        steps = []
+        for b in range(d):
+            q = b // 2
+            scale, turn = 2.3 ** q, 0.32 * q
+            ux, uy = (1.0, 0.18) if b % 2 == 0 else (0.18, 1.0)
+            steps.append((scale * (ux * math.cos(turn) - uy * math.sin(turn)),
+                          scale * (ux * math.sin(turn) + uy * math.cos(turn))))
         pos = {}
         for v in topo.hosts:
             x = y = 0.0
-            for b in range(d):
+            for b, (dx, dy) in enumerate(steps):
                 if (v >> b) & 1:
-                    s = 2.0 ** (b // 2)
-                    if b % 2 == 0:
-                        x += s
-                        y += 0.18 * s
-                    else:
-                        y += s
-                        x += 0.18 * s
+                    x += dx
+                    y += dy
             pos[v] = (x, y)
         return pos
     if kind == "fat_tree":
@@ -133,13 +139,25 @@ def _tiered(topo: Topology, levels: dict) -> dict:
     return pos
 
 
+def _wraps(topo: Topology, u, v) -> bool:
+    """True for a torus wrap-around link drawn as stubs (2D and 3D layouts).
+
+    A link wraps when it joins coordinates 0 and ``n - 1`` of a side ``n >= 3``
+    (a side of 2 has one ordinary link). Deciding by coordinates rather than
+    by drawn length also catches the short wrap links of a 3D torus's third
+    axis, which would otherwise be drawn straight through the middle node.
+    """
+    if topo.kind != "torus" or len(topo.size["dims"]) < 2:
+        return False
+    return any(n >= 3 and abs(a - b) == n - 1 for a, b, n in zip(u, v, topo.size["dims"]))
+
+
 def _segments(topo: Topology, pos: dict, edges) -> tuple:
     """Line segments for ``edges``; torus wrap-around links become two short stubs."""
     segs, owners = [], []
-    wrap = topo.kind == "torus" and len(topo.size["dims"]) >= 2
     for u, v in edges:
         (x1, y1), (x2, y2) = pos[u], pos[v]
-        if wrap and math.hypot(x2 - x1, y2 - y1) > 1.2:
+        if _wraps(topo, u, v):
             # a wrap-around link: a stub leaving each end, pointing away from the other end
             dx, dy = x2 - x1, y2 - y1
             norm = math.hypot(dx, dy)
@@ -269,16 +287,15 @@ def _draw_ring(ax, topo, pos, ring_loads: RingLoads):
     ys = [y for _, y in pos.values()]
     scale = max(max(xs) - min(xs), max(ys) - min(ys), 1e-9)
     nudge = 0.012 * scale
-    wrap = topo.kind == "torus" and len(topo.size["dims"]) >= 2
     segs, heads, dirs, jumps = [], [], [], []
     for path in ring_loads.routes:
         pts = [pos[v] for v in path]
         route = []
         jumped = False
-        for (x0, y0), (x1, y1) in zip(pts, pts[1:]):
+        for (u, v), (x0, y0), (x1, y1) in zip(zip(path, path[1:]), pts, pts[1:]):
             dx, dy = x1 - x0, y1 - y0
             length = math.hypot(dx, dy) or 1e-12
-            if wrap and length > 1.2:  # route over a wrap-around link: mark both ends instead
+            if _wraps(topo, u, v):  # route over a wrap-around link: mark both ends instead
                 jumped = True
                 break
             nx_, ny_ = -dy / length * nudge, dx / length * nudge
