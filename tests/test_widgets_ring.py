@@ -66,3 +66,17 @@ def test_cluster_widget_sliders_cannot_reach_invalid_values():
     assert wdg.mfu_slider.min > 0 and wdg.mfu_slider.max <= 1
     wdg.mfu_slider.value = 5  # ipywidgets clamps to the slider's range
     assert wdg.result.achieved_flops <= wdg.tflops_slider.value * 1e12
+
+
+def test_ring_widget_frame_cache_shows_the_right_frame():
+    wdg = RingWidget(p=4)
+    wdg.step_slider.value = 3
+    third = wdg.fig.image.value
+    wdg.step_slider.value = 4
+    assert wdg.fig.image.value != third
+    wdg.p_slider.value = 5
+    wdg.step_slider.value = 3
+    assert wdg.fig.image.value != third  # same step, other ring
+    wdg.p_slider.value = 4
+    wdg.step_slider.value = 3
+    assert wdg.fig.image.value == third and wdg.picture.step == 3

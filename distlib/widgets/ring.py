@@ -42,6 +42,8 @@ class RingWidget(w.VBox):
         self.caption = w.HTML()
         self.trace: RingTrace | None = None
         self.picture: RingPicture | None = None
+        # Frames are deterministic, and Play loops over them: keep each PNG.
+        self._frames: dict[tuple[int, int], bytes] = {}
         self._rebuild()
         self.step_slider.value = int(step)
         self._show()
@@ -91,7 +93,11 @@ class RingWidget(w.VBox):
     def _show(self):
         step = self.step_slider.value
         self.picture.set_step(step)
-        self.fig.render()
+        key = (self.p, step)
+        if key in self._frames:
+            self.fig.image.value = self._frames[key]
+        else:
+            self._frames[key] = self.fig.render()
         sent = np.zeros(self.p, dtype=np.int64)
         for transfers in self.trace.steps[:step]:
             for t in transfers:
