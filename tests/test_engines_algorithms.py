@@ -288,3 +288,13 @@ def test_missing_engine_says_what_to_install(module, call, hint):
 def test_thread_comm_is_a_comm():
     comm = run_threads(lambda c: c, 2)[0]
     assert isinstance(comm, ThreadComm) and comm.engine == "threads" and "rank=0" in repr(comm)
+
+
+def test_calibration_with_an_infinite_fitted_bandwidth_still_predicts():
+    """A fit whose per-byte slope is zero returns bandwidth=inf; 'auto' must
+    still choose (and a cached fit like that must not break later runs)."""
+    cal = Calibration("threads", 2, "here", [], {}, alpha={"ring": 5e-6, "tree": 3e-6, "halving_doubling": 4e-6},
+                      bandwidth={"ring": 1e9, "tree": 1e9, "halving_doubling": float("inf")})
+    t = cal.predict("halving_doubling", 2**20)
+    assert 0 < t < 1e-3
+    assert cal.choose(2**24) == "halving_doubling"

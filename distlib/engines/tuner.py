@@ -25,6 +25,7 @@ choice -- ranks that picked different algorithms would deadlock.
 from __future__ import annotations
 
 import json
+import math
 import os
 import socket
 import tempfile
@@ -59,6 +60,10 @@ def cache_path() -> Path:
         except OSError:
             continue
     return candidates[-1] / "alpha_beta.json"  # pragma: no cover
+
+
+# bytes/s standing in for an infinite fitted bandwidth
+UNMEASURABLY_FAST = 1e18
 
 
 @dataclass
@@ -109,12 +114,17 @@ class Calibration:
         """Predicted seconds for one all-reduce of ``n_bytes`` with ``algorithm``."""
         from ..collectives import collective_time
 
+        bandwidth = self.bandwidth[algorithm]
+        if not (math.isfinite(bandwidth) and bandwidth > 0):
+            # The fit found no measurable per-byte cost (its slope came out
+            # zero): treat the bytes as free rather than reject the fit.
+            bandwidth = UNMEASURABLY_FAST
         return collective_time(
             "allreduce",
             n_bytes,
             self.p,
-            alpha=self.alpha[algorithm],
-            bandwidth=self.bandwidth[algorithm],
+            alpha=max(self.alpha[algorithm], 0.0),
+            bandwidth=bandwidth,
             algorithm=algorithm,
         )
 
