@@ -146,19 +146,28 @@ class RingTrace:
         >>> bool(t.holdings(4).all())
         True
         """
-        p = self.p
         step = check_int("step", step, minimum=0, maximum=len(self.steps))
+        return self.holdings_each_step()[step]
+
+    def holdings_each_step(self) -> np.ndarray:
+        """:meth:`holdings` after every step at once, shape ``(2 (p - 1) + 1, p, p, p)``.
+
+        One replay of the schedule; the animation reads its frames from it.
+        """
+        p = self.p
         held = np.zeros((p, p, p), dtype=bool)
         for r in range(p):
             held[r, :, r] = True
-        for transfers in self.steps[:step]:
+        frames = [held.copy()]
+        for transfers in self.steps:
             sent = [(t, held[t.src, t.chunk].copy()) for t in transfers]
             for t, data in sent:
                 if t.phase == REDUCE_SCATTER:
                     held[t.dst, t.chunk] |= data
                 else:
                     held[t.dst, t.chunk] = data
-        return held
+            frames.append(held.copy())
+        return np.stack(frames)
 
 
 def simulate_ring_allreduce(buffers, *, op: str = "sum") -> RingTrace:

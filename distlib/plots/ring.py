@@ -57,9 +57,10 @@ class RingPicture:
         p = trace.p
         self.p = p
         self.n_frames = len(trace.steps) + 1
-        self._held = [trace.holdings(s).sum(axis=2) for s in range(self.n_frames)]
+        self._held = trace.holdings_each_step().sum(axis=3)
         self.annotate = p <= 6 if annotate is None else annotate
 
+        self._static = []
         ax.set_aspect("equal")
         ax.axis("off")
         ax.set_xlim(-1.45, 1.45)
@@ -75,14 +76,15 @@ class RingPicture:
         for r in range(p):
             cx, cy = self.centers[r]
             x0, y0 = cx - box / 2, cy + rows * cell / 2
-            ax.text(cx, y0 + 0.02, f"GPU {r}", ha="center", va="bottom", fontsize=8 if p <= 8 else 7)
+            self._static.append(ax.text(cx, y0 + 0.02, f"GPU {r}", ha="center", va="bottom",
+                                        fontsize=8 if p <= 8 else 7))
             for c in range(p):
                 i, j = divmod(c, cols)
                 xy = (x0 + j * cell, y0 - (i + 1) * cell)
                 patches.append(Rectangle(xy, cell, cell))
                 self.cell_xy.append((xy[0] + cell / 2, xy[1] + cell / 2))
         self.cells = PatchCollection(patches, edgecolor="0.3", linewidth=0.5)
-        ax.add_collection(self.cells)
+        ax.add_collection(self.cells, autolim=False)
         self.labels = []
         if self.annotate:
             for x, y in self.cell_xy:
@@ -100,7 +102,7 @@ class RingPicture:
                 start, end, arrowstyle="-|>", mutation_scale=10,
                 connectionstyle=f"arc3,rad={_RAD}", shrinkA=0, shrinkB=0, linewidth=1.6,
             )
-            ax.add_patch(a)
+            ax.add_artist(a)  # limits are fixed: skip add_patch's autoscaling
             self.arrows.append(a)
         self.tags = [ax.text(0, 0, "", ha="center", va="center", fontsize=7,
                              bbox=dict(boxstyle="round,pad=0.15", fc="white", ec="0.5", lw=0.5))
@@ -108,8 +110,16 @@ class RingPicture:
         self.title = ax.set_title("", fontsize=10)
         # What changes from step to step (widgets redraw only these).
         self.dynamic_artists = [self.cells, *self.labels, *self.arrows, *self.tags, self.title]
+        self._static.extend(a for a in self.dynamic_artists if a is not self.title)
         self.step = None
         self.set_step(0)
+
+    def remove(self) -> None:
+        """Take this picture off its axes (cheaper than clearing the axes)."""
+        for a in self._static:
+            a.remove()
+        self._static = []
+        self.title.set_text("")
 
     def set_step(self, step: int):
         """Show the state after ``step`` steps and the transfers of the next one."""

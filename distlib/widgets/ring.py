@@ -74,7 +74,8 @@ class RingWidget(w.VBox):
         buffers = np.repeat(np.arange(1, p + 1, dtype=np.float32)[:, None], n, axis=1)
         self.trace = simulate_ring_allreduce(buffers)
         self.fig.invalidate()
-        self.fig.ax.clear()
+        if self.picture is not None:
+            self.picture.remove()
         self.picture = RingPicture(self.fig.ax, self.trace)
         self.fig.set_animated(self.picture.dynamic_artists)
         n_steps = len(self.trace.steps)
