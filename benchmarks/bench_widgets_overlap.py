@@ -16,26 +16,14 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _timing import control_values  # noqa: E402
+
 TARGET_MS = 50.0
-
-
-def _values(control, n: int) -> list:
-    """``n`` values spread over the control's range, visited in a zig-zag."""
-    if hasattr(control, "options") and not hasattr(control, "min"):
-        opts = [o[1] if isinstance(o, tuple) else o for o in control.options]
-        return [opts[i % len(opts)] for i in range(1, n + 1)]
-    if hasattr(control, "base"):  # FloatLogSlider: min/max are exponents
-        exps = np.linspace(control.min, control.max, n)
-        vals = control.base ** exps
-    else:
-        vals = np.linspace(control.min, control.max, n)
-        if isinstance(control.value, int):
-            vals = np.unique(np.round(vals).astype(int))
-    order = np.r_[np.arange(0, len(vals), 2), np.arange(1, len(vals), 2)[::-1]]
-    return [v.item() if hasattr(v, "item") else v for v in np.asarray(vals)[order]]
 
 
 def bench(repeats: int = 30) -> list[dict]:
@@ -48,7 +36,7 @@ def bench(repeats: int = 30) -> list[dict]:
     for control in wdg.controls:
         defaults = control.value
         samples = []
-        for v in _values(control, repeats):
+        for v in control_values(control, repeats):
             if v == control.value:
                 continue
             t = time.perf_counter()

@@ -21,25 +21,9 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _timing import HEADER, row  # noqa: E402
+from _timing import HEADER, control_values, row  # noqa: E402
 
 TARGET_MS = 50.0
-
-
-def _values(control, n: int) -> list:
-    """``n`` values spread over the control's range, visited in a zig-zag."""
-    if hasattr(control, "options") and not hasattr(control, "min"):
-        opts = [o[1] if isinstance(o, tuple) else o for o in control.options]
-        return [opts[i % len(opts)] for i in range(1, n + 1)]
-    if hasattr(control, "base"):  # FloatLogSlider: min/max are exponents
-        vals = control.base ** np.linspace(control.min, control.max, n)
-    else:
-        vals = np.arange(control.min, control.max + 1, control.step)
-        if len(vals) > n:
-            vals = np.unique(np.round(np.linspace(control.min, control.max, n) / control.step) * control.step
-                             ).astype(int)
-    order = np.r_[np.arange(0, len(vals), 2), np.arange(1, len(vals), 2)[::-1]]
-    return [v.item() if hasattr(v, "item") else v for v in np.asarray(vals)[order]]
 
 
 def _stats(samples) -> dict:
@@ -71,11 +55,11 @@ def bench_topology() -> list:
             t = time.perf_counter()
             wdg.kind.value = key
             per_kind.append((time.perf_counter() - t) * 1e3)
-            size_samples += _time_control(wdg.size, _values(wdg.size, 30))
+            size_samples += _time_control(wdg.size, control_values(wdg.size, 30))
         ring_samples = []
         for key in mod.KIND_SPECS:
             wdg.kind.value = key
-            ring_samples += _time_control(wdg.ring, _values(wdg.ring, 2))
+            ring_samples += _time_control(wdg.ring, control_values(wdg.ring, 2))
         rows.append((f"topology: kind dropdown ({label})", _stats(per_kind)))
         rows.append((f"topology: size slider, every kind ({label})", _stats(size_samples)))
         rows.append((f"topology: ring order toggle ({label})", _stats(ring_samples)))
@@ -89,7 +73,7 @@ def bench_collectives(repeats: int) -> list:
     rows = []
     for control in wdg.controls:
         default = control.value
-        samples = _time_control(control, _values(control, repeats))
+        samples = _time_control(control, control_values(control, repeats))
         control.value = default
         rows.append((f"collectives: {control.description}", _stats(samples)))
     return rows
