@@ -26,7 +26,7 @@ from .topology import (TOPOLOGY_KINDS, H100_NVLINK_BANDWIDTH, NDR_NIC_BANDWIDTH,
                        RingLoads, topology, topology_closed_form, ring_order, crossing_ring_order, ring_link_loads)
 
 # chapter 5: the alpha-beta model of collectives
-from .collectives import (COLLECTIVES, ALGORITHMS, p2p_time, cost_coefficients, collective_time,
+from .collectives import (COLLECTIVES, ALGORITHMS, ALLREDUCE_ALGORITHMS, p2p_time, cost_coefficients, collective_time,
                           bandwidth_lower_bound, fastest_algorithm, crossover_size, Regime, regime, bus_factor,
                           bus_bandwidth, algorithm_bandwidth, in_network_allreduce_time, fit_alpha_beta, FitReport,
                           fit_report, NcclTable, load_nccl_table, check_nccl_table)

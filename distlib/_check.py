@@ -92,6 +92,12 @@ def check_choice(name: str, value, choices) -> str:
     >>> check_choice("phase", "tree", ["ring", "tree"])
     'tree'
     """
+    if isinstance(choices, (tuple, list, frozenset, set, dict)):
+        try:
+            if value in choices:  # the common case, cheap: collectives check on every call
+                return value
+        except (TypeError, ValueError):  # unhashable, or an array compared with strings
+            pass
     choices = list(choices)
     if value not in choices:
         listed = ", ".join(repr(c) for c in choices)

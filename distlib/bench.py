@@ -46,10 +46,11 @@ import time
 
 __all__ = ["main", "parse_size", "sizes", "format_table", "ALGORITHM_NAMES"]
 
-ALGORITHM_NAMES = {"ring": "ring", "tree": "tree", "hd": "halving_doubling", "halving_doubling": "halving_doubling", "auto": "auto"}
-"""Names accepted by ``--algorithms`` (``hd`` is short for halving_doubling)."""
+ALGORITHM_NAMES = {"ring": "ring", "tree": "tree", "hd": "halving_doubling", "halving_doubling": "halving_doubling",
+                   "rd": "recursive_doubling", "recursive_doubling": "recursive_doubling", "auto": "auto"}  # fmt: skip
+"""Names accepted by ``--algorithms`` (``hd`` is short for halving_doubling, ``rd`` for recursive_doubling)."""
 
-_SHORT = {"halving_doubling": "hd"}
+_SHORT = {"halving_doubling": "hd", "recursive_doubling": "rd"}
 _DTYPE_NAMES = {"float32": "float", "float64": "double", "int32": "int32"}
 
 
@@ -99,7 +100,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("-b", "--minbytes", type=parse_size, default=parse_size("8"), help="smallest size (default 8)")
     parser.add_argument("-e", "--maxbytes", type=parse_size, default=parse_size("64M"), help="largest size (default 64M)")
     parser.add_argument("-f", "--stepfactor", type=float, default=2.0, help="size multiplier (default 2)")
-    parser.add_argument("--algorithms", default="ring", help="book algorithms, comma-separated: ring,tree,hd,auto (default ring)")
+    parser.add_argument("--algorithms", default="ring", help="book algorithms, comma-separated: ring,tree,hd,rd,auto (default ring)")
     parser.add_argument("-d", "--dtype", choices=list(_DTYPE_NAMES), default="float32")
     parser.add_argument("-n", "--iters", type=int, default=20, help="timed samples per size (default 20)")
     parser.add_argument("-w", "--warmup", type=int, default=5, help="untimed calls per size (default 5)")
@@ -114,7 +115,7 @@ def _algorithms(text: str) -> list:
     out = []
     for name in filter(None, (t.strip() for t in text.split(","))):
         if name not in ALGORITHM_NAMES:
-            raise SystemExit(f"--algorithms: unknown algorithm {name!r}; choose from ring, tree, hd, auto")
+            raise SystemExit(f"--algorithms: unknown algorithm {name!r}; choose from ring, tree, hd, rd, auto")
         if ALGORITHM_NAMES[name] not in out:
             out.append(ALGORITHM_NAMES[name])
     return out
@@ -149,7 +150,10 @@ def run_sweep(comm, ns, *, progress=None) -> dict:
     for k, n_bytes in enumerate(todo):
         count = n_bytes // itemsize
         results = {}
-        timings = compare_allreduce(comm, count, ["builtin"] + algorithms, dtype=ns.dtype, iters=ns.iters, warmup=ns.warmup)
+        # Samples of at least 1 ms: a barrier's exit skew (a few us) then
+        # spreads over dozens of small calls instead of a handful.
+        timings = compare_allreduce(comm, count, ["builtin"] + algorithms, dtype=ns.dtype, iters=ns.iters,
+                                    warmup=ns.warmup, min_sample=1e-3)  # fmt: skip
         for name, timing in timings.items():
             entry = {
                 "seconds": timing.seconds,
@@ -176,9 +180,21 @@ def run_sweep(comm, ns, *, progress=None) -> dict:
         "warmup": ns.warmup,
         "algorithms": ["builtin"] + algorithms,
         "memcpy_bandwidth": membw,
+        "transport": _transport(comm),
         "calibration": calibration.to_dict() if calibration else None,
         "rows": rows,
     }
+
+
+def _transport(comm) -> str:
+    """How the ranks' bytes travel, in words (printed under the table's title)."""
+    if comm.engine == "mpi":
+        single = os.environ.get("MPIR_CVAR_CH4_CMA_ENABLE") == "1"
+        return ("MPICH shared memory, single copy (CMA: the receiver reads the sender's buffer)" if single else
+                "MPICH shared memory, two copies (in through a shared buffer, out again)")  # fmt: skip
+    if comm.engine == "gloo":
+        return "gloo over TCP on the loopback interface"
+    return "NCCL, over whatever links it finds between the GPUs (NVLink, PCIe, shared memory, network)"
 
 
 def _reference_bandwidth(comm) -> float:
@@ -233,6 +249,7 @@ def format_table(result: dict) -> str:
          if result["engine"] == "nccl" else
          f"# memory-copy reference (NumPy copy of 128 MiB, median): {fmt_rate(result['memcpy_bandwidth'])} "
          "(bytes copied per second; the physical ceiling for ranks on one machine)"),
+        f"# transport: {result.get('transport', 'not recorded')}",
         "# time in us; algbw and busbw in GB/s (1e9 bytes/s); busbw = algbw * 2(p-1)/p; "
         "wrong = elements off the exact sum; /builtin = time / built-in's time",
     ]

@@ -15,25 +15,26 @@ gathered result, for reduce-scatter the input). Reduction arithmetic (the
 "gamma" term) is left out. ``lg`` is ``log2``; ``L = ceil(lg p)``;
 ``p' = 2**floor(lg p)``.
 
-============== ================= ============================ =================================
-collective     algorithm         A(p) (latency steps)         B(p) (bytes factor)
-============== ================= ============================ =================================
-allreduce      ring              2 (p-1)                      2 (p-1)/p
-reduce_scatter ring              p-1                          (p-1)/p
-allgather      ring              p-1                          (p-1)/p
-broadcast      ring              p-1                          1   (pipelined chain, see below)
-reduce         ring              p-1                          1   (pipelined chain)
-broadcast      tree              L                            L   (binomial tree)
-reduce         tree              L                            L
-allreduce      tree              2 L                          2 L (reduce, then broadcast)
-reduce_scatter tree              2 L                          L + (p-1)/p (reduce, binomial scatter)
-allgather      tree              2 L                          (p-1)/p + L (binomial gather, broadcast)
-allreduce      halving_doubling  2 lg p                       2 (p-1)/p (Rabenseifner)
-reduce_scatter halving_doubling  lg p                         (p-1)/p   (recursive halving)
-allgather      halving_doubling  L                            (p-1)/p   (recursive doubling; Bruck)
-broadcast      halving_doubling  2 L                          2 (p-1)/p (scatter + allgather)
-reduce         halving_doubling  2 lg p                       2 (p-1)/p (reduce-scatter + gather)
-============== ================= ============================ =================================
+============== ================== ============================ =================================
+collective     algorithm          A(p) (latency steps)         B(p) (bytes factor)
+============== ================== ============================ =================================
+allreduce      ring               2 (p-1)                      2 (p-1)/p
+reduce_scatter ring               p-1                          (p-1)/p
+allgather      ring               p-1                          (p-1)/p
+broadcast      ring               p-1                          1   (pipelined chain, see below)
+reduce         ring               p-1                          1   (pipelined chain)
+broadcast      tree               L                            L   (binomial tree)
+reduce         tree               L                            L
+allreduce      tree               2 L                          2 L (reduce, then broadcast)
+reduce_scatter tree               2 L                          L + (p-1)/p (reduce, binomial scatter)
+allgather      tree               2 L                          (p-1)/p + L (binomial gather, broadcast)
+allreduce      halving_doubling   2 lg p                       2 (p-1)/p (Rabenseifner)
+allreduce      recursive_doubling lg p                         lg p      (whole buffer each step)
+reduce_scatter halving_doubling   lg p                         (p-1)/p   (recursive halving)
+allgather      halving_doubling   L                            (p-1)/p   (recursive doubling; Bruck)
+broadcast      halving_doubling   2 L                          2 (p-1)/p (scatter + allgather)
+reduce         halving_doubling   2 lg p                       2 (p-1)/p (reduce-scatter + gather)
+============== ================== ============================ =================================
 
 Non-powers of two, halving-doubling: the reductions fold the ``r = p - p'``
 extra ranks into partners first (one step of a full buffer), run on ``p'``
@@ -41,7 +42,7 @@ ranks, and unfold (the scheme MPICH documents in ``allreduce.c``,
 ``reduce.c`` and ``reduce_scatter.c``; Thakur, Rabenseifner and Gropp,
 "Optimization of collective communication operations in MPICH", IJHPCA
 19(1), 2005): allreduce ``(2 floor(lg p) + 2)`` steps and ``2 (p'-1)/p' + 2``
-bytes; reduce-scatter ``floor(lg p) + 2`` and ``1 + (p'-1)/p' + 1/p``; reduce
+bytes, or by recursive doubling ``floor(lg p) + 2`` and ``floor(lg p) + 2``; reduce-scatter ``floor(lg p) + 2`` and ``1 + (p'-1)/p' + 1/p``; reduce
 ``2 floor(lg p) + 1`` and ``1 + 2 (p'-1)/p'``. All-gather uses Bruck's
 algorithm (``L`` steps, ``(p-1)/p``) and broadcast a binomial scatter plus
 that all-gather, both valid for any ``p``. (MPICH writes ``(p-1)/p`` where
@@ -71,6 +72,7 @@ from ._check import check_array, check_choice, check_int, check_real
 __all__ = [
     "COLLECTIVES",
     "ALGORITHMS",
+    "ALLREDUCE_ALGORITHMS",
     "BUS_FACTOR_COLLECTIVES",
     "p2p_time",
     "cost_coefficients",
@@ -94,6 +96,10 @@ __all__ = [
 
 COLLECTIVES = ("allreduce", "reduce_scatter", "allgather", "broadcast", "reduce")
 ALGORITHMS = ("ring", "tree", "halving_doubling")
+"""Algorithms modelled for every collective."""
+ALLREDUCE_ALGORITHMS = ALGORITHMS + ("recursive_doubling",)
+"""Algorithms modelled for all-reduce: recursive doubling (the whole buffer
+swapped ``lg p`` times) is an all-reduce of its own, the short-message choice."""
 BUS_FACTOR_COLLECTIVES = COLLECTIVES + ("alltoall", "sendrecv")
 
 
@@ -153,14 +159,23 @@ def cost_coefficients(collective, p, *, algorithm="ring") -> tuple:
     (6, 3.5)
     >>> cost_coefficients("broadcast", 5, algorithm="tree")     # ceil(log2 5) rounds
     (3, 3)
+    >>> cost_coefficients("allreduce", 8, algorithm="recursive_doubling")   # 3 swaps of the whole buffer
+    (3, 3.0)
     """
     collective = check_choice("collective", collective, COLLECTIVES)
-    algorithm = check_choice("algorithm", algorithm, ALGORITHMS)
+    algorithm = check_choice("algorithm", algorithm, ALLREDUCE_ALGORITHMS)
+    if algorithm not in ALGORITHMS and collective != "allreduce":
+        raise ValueError(f"algorithm {algorithm!r} is modelled for allreduce only; for {collective} use one of "
+                         + ", ".join(repr(a) for a in ALGORITHMS))  # fmt: skip
     p = check_int("p", p, minimum=1)
     if p == 1:
         return (0, 0.0)
     frac = (p - 1) / p
     L = math.ceil(math.log2(p))
+    if algorithm == "recursive_doubling":
+        lg = p.bit_length() - 1
+        steps = lg if p == 1 << lg else lg + 2  # + fold in, + result back out
+        return (steps, float(steps))
     if algorithm == "ring":
         return {
             "allreduce": (2 * (p - 1), 2 * frac),
@@ -213,8 +228,9 @@ def collective_time(collective, n_bytes, p, *, alpha, bandwidth, algorithm="ring
         Per-message latency in seconds (>= 0).
     bandwidth : float
         Per-link bandwidth in bytes/s, one direction (> 0).
-    algorithm : {"ring", "tree", "halving_doubling"}
-        See the module docstring for each formula.
+    algorithm : {"ring", "tree", "halving_doubling", "recursive_doubling"}
+        See the module docstring for each formula (``"recursive_doubling"``
+        for all-reduce only).
 
     Returns
     -------
@@ -238,7 +254,7 @@ def collective_time(collective, n_bytes, p, *, alpha, bandwidth, algorithm="ring
     >>> collective_time("allreduce", 1e6, 8, alpha=1e-6, bandwidth=1e9, algorithm="butterfly")
     Traceback (most recent call last):
     ...
-    ValueError: algorithm must be one of 'ring', 'tree', 'halving_doubling'; got 'butterfly'
+    ValueError: algorithm must be one of 'ring', 'tree', 'halving_doubling', 'recursive_doubling'; got 'butterfly'
     """
     n = _n_bytes(n_bytes)
     alpha, bandwidth = _link(alpha, bandwidth)
@@ -339,7 +355,7 @@ def _check_algorithms(algorithms) -> tuple:
     if not algorithms:
         raise ValueError("algorithms must name at least one algorithm")
     for a in algorithms:
-        check_choice("algorithms", a, ALGORITHMS)
+        check_choice("algorithms", a, ALLREDUCE_ALGORITHMS)
     return algorithms
 
 

@@ -716,7 +716,7 @@ def _link_args(alpha, bandwidth, p, algorithm):
     alpha = check_real("alpha", alpha, minimum=0)
     bandwidth = check_real("bandwidth", bandwidth, minimum=0, strict_min=True)
     p = check_int("p", p, minimum=1)
-    check_choice("algorithm", algorithm, ["ring", "tree", "halving_doubling"])
+    check_choice("algorithm", algorithm, ("ring", "tree", "halving_doubling", "recursive_doubling"))
     return alpha, bandwidth, p
 
 
@@ -757,7 +757,7 @@ def ddp_step(backward_times, grad_bytes, *, bucket_bytes, alpha, bandwidth, p, f
         Ranks (>= 1).
     forward_time : float
         Seconds (>= 0).
-    algorithm : {"ring", "tree", "halving_doubling"}
+    algorithm : {"ring", "tree", "halving_doubling", "recursive_doubling"}
     first_bucket_bytes : float, optional
         Capacity of the first bucket (see :func:`bucket_gradients`).
     rule : {"ddp", "fit"}

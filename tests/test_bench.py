@@ -70,14 +70,14 @@ def _run(args, timeout=240):
 def test_bench_mpi_json_is_correct_and_complete(tmp_path, monkeypatch):
     monkeypatch.setenv("DISTLIB_CACHE_DIR", str(tmp_path))  # measure auto's fit afresh; leave ~/.cache alone
     out = _run(["allreduce", "--engine", "mpi", "--ranks", "3", "-b", "8", "-e", "256K", "-f", "32",
-                "--algorithms", "ring,tree,hd,auto", "--iters", "3", "--warmup", "1", "--json"])  # fmt: skip
+                "--algorithms", "ring,tree,hd,rd,auto", "--iters", "3", "--warmup", "1", "--json"])  # fmt: skip
     assert out.returncode == 0, out.stderr
     result = json.loads(out.stdout)
     assert result["engine"] == "mpi" and result["p"] == 3
-    assert result["algorithms"] == ["builtin", "ring", "tree", "halving_doubling", "auto"]
+    assert result["algorithms"] == ["builtin", "ring", "tree", "halving_doubling", "recursive_doubling", "auto"]
     assert [row["n_bytes"] for row in result["rows"]] == [8, 256, 8192, 262144]
     assert result["memcpy_bandwidth"] > 1e8
-    assert set(result["calibration"]["alpha"]) == {"ring", "tree", "halving_doubling"}
+    assert set(result["calibration"]["alpha"]) == {"ring", "tree", "halving_doubling", "recursive_doubling"}
     for row in result["rows"]:
         for name, r in row["results"].items():
             assert r["wrong"] == 0, (row["n_bytes"], name)
@@ -87,7 +87,7 @@ def test_bench_mpi_json_is_correct_and_complete(tmp_path, monkeypatch):
         assert row["results"]["ring"]["ratio"] == pytest.approx(
             row["results"]["ring"]["seconds"] / row["results"]["builtin"]["seconds"]
         )
-        assert row["results"]["auto"]["choice"] in ("ring", "tree", "halving_doubling")
+        assert row["results"]["auto"]["choice"] in ("ring", "tree", "halving_doubling", "recursive_doubling")
     assert "# progress: 4/4 sizes" in out.stderr
     assert (tmp_path / "alpha_beta.json").exists()
 

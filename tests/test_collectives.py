@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import distlib as dl
-from distlib.collectives import (ALGORITHMS, COLLECTIVES, algorithm_bandwidth, bandwidth_lower_bound,
+from distlib.collectives import (ALGORITHMS, ALLREDUCE_ALGORITHMS, COLLECTIVES, algorithm_bandwidth, bandwidth_lower_bound,
                                  bus_bandwidth, bus_factor, check_nccl_table, collective_time, cost_coefficients,
                                  crossover_size, fastest_algorithm, fit_alpha_beta, fit_report, load_nccl_table,
                                  p2p_time, regime)
@@ -91,6 +91,23 @@ def test_tree_formulas(p):
     bcast = L * (alpha + n / bw)  # the seed's binomial broadcast
     assert collective_time("broadcast", n, p, alpha=alpha, bandwidth=bw, algorithm="tree") == pytest.approx(bcast)
     assert collective_time("allreduce", n, p, alpha=alpha, bandwidth=bw, algorithm="tree") == pytest.approx(2 * bcast)
+
+
+@pytest.mark.parametrize("p", [8, 64, 1024])
+def test_recursive_doubling_swaps_the_whole_buffer_lg_p_times(p):
+    lg = int(math.log2(p))
+    assert cost_coefficients("allreduce", p, algorithm="recursive_doubling") == (lg, lg)
+    # One more rank than a power of two: fold in and out around the same swaps.
+    assert cost_coefficients("allreduce", p + 1, algorithm="recursive_doubling") == (lg + 2, lg + 2)
+    # Fewest steps of all, so it wins the tiniest messages; most bytes, so the ring wins big ones.
+    assert fastest_algorithm("allreduce", 8, p, alpha=5e-6, bandwidth=1e10, algorithms=ALLREDUCE_ALGORITHMS) == "recursive_doubling"
+    assert fastest_algorithm("allreduce", 1e9, p, alpha=5e-6, bandwidth=1e10, algorithms=ALLREDUCE_ALGORITHMS) in ("ring", "halving_doubling")
+
+
+@pytest.mark.parametrize("coll", ["reduce_scatter", "allgather", "broadcast", "reduce"])
+def test_recursive_doubling_is_an_allreduce_only(coll):
+    with pytest.raises(ValueError, match="recursive_doubling.*allreduce only.*" + coll):
+        cost_coefficients(coll, 8, algorithm="recursive_doubling")
 
 
 @pytest.mark.parametrize("p", [8, 64, 1024])

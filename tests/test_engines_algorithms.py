@@ -253,6 +253,53 @@ def test_auto_uses_the_communicators_fit(tmp_path, monkeypatch):
         assert np.all(out == 10.0)
 
 
+@FAST
+@given(p=st.integers(1, 12), n=st.integers(1, 50), seed=st.integers(0, 2**16))
+def test_recursive_doubling_gives_every_rank_the_same_bits(p, n, seed):
+    # Floats, where the order of additions matters: partners always add the
+    # same two partial sums, so no rank may differ from another in any bit.
+    X = np.random.default_rng(seed).standard_normal((p, n)).astype(np.float32)
+    out = run_threads(lambda c: allreduce(c, X[c.rank].copy(), algorithm="recursive_doubling"), p, timeout=5)
+    for got in out:
+        assert got.tobytes() == out[0].tobytes()
+    np.testing.assert_allclose(out[0], X.astype(np.float64).sum(axis=0), rtol=1e-5, atol=1e-5 * p)
+
+
+def test_recursive_doubling_sends_one_whole_buffer_per_round():
+    # p = 8: three swaps of all 10 elements, no other message.
+    sent = run_threads(lambda c: _count_sendrecv(c, 8), 8)
+    assert sent == [[10, 10, 10]] * 8
+    # p = 6: ranks 0, 2 fold into 1, 3 (one whole message each way), the
+    # 4 survivors swap twice.
+    sent = run_threads(lambda c: _count_sendrecv(c, 6), 6)
+    assert sent[1] == [10, 10] and sent[0] == []
+
+
+def _count_sendrecv(comm, p):
+    sizes = []
+    real = comm.sendrecv
+
+    def counting(sendbuf, dest, recvbuf, source, **kw):
+        sizes.append(len(sendbuf))
+        return real(sendbuf, dest, recvbuf, source, **kw)
+
+    comm.sendrecv = counting
+    allreduce(comm, np.ones(10), algorithm="recursive_doubling")
+    return sizes
+
+
+def test_a_cached_fit_without_a_current_algorithm_is_measured_again(tmp_path, monkeypatch):
+    monkeypatch.setenv("DISTLIB_CACHE_DIR", str(tmp_path))
+    from distlib.engines import tuner
+
+    old = _cal(2, {"ring": 1e-6, "tree": 1e-6, "halving_doubling": 1e-6}, dict.fromkeys(("ring", "tree", "halving_doubling"), 1e9))
+    tuner._save(tuner._key("threads", 2), old)
+    assert tuner._load(tuner._key("threads", 2)) is None  # written before recursive doubling existed
+    full = _cal(2, dict.fromkeys(ALLREDUCE_ALGORITHMS, 1e-6), dict.fromkeys(ALLREDUCE_ALGORITHMS, 1e9))
+    tuner._save(tuner._key("threads", 2), full)
+    assert tuner._load(tuner._key("threads", 2)).to_dict() == full.to_dict()
+
+
 def test_calibrate_rejects_too_few_sizes():
     with pytest.raises(ValueError, match="n_bytes"):
         run_threads(lambda c: calibrate(c, n_bytes=[64], cache=False), 2)

@@ -187,3 +187,69 @@ def test_run_torch_kills_detached_grandchildren(tmp_path):
     for r in range(2):
         _assert_dead(int(result.lines(r)[0]))
     assert survivors(result.run_id) == []
+
+
+# ---------------------------------------------------------------------------
+# Nothing listens beyond this machine
+
+
+def _listening(pid: int) -> list:
+    """(address, port, namespace interfaces) of each TCP socket ``pid`` holds in LISTEN state, read from /proc."""
+    inodes = set()
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            link = os.readlink(f"/proc/{pid}/fd/{fd}")
+        except OSError:
+            continue
+        if link.startswith("socket:["):
+            inodes.add(link[8:-1])
+    with open(f"/proc/{pid}/net/dev") as fh:
+        interfaces = sorted(line.split(":")[0].strip() for line in fh.readlines()[2:])
+    found = []
+    for table, width in (("tcp", 8), ("tcp6", 32)):
+        with open(f"/proc/{pid}/net/{table}") as fh:
+            for line in fh.readlines()[1:]:
+                fields = line.split()
+                if fields[3] == "0A" and fields[9] in inodes:  # 0A = LISTEN
+                    address, port = fields[1].split(":")
+                    found.append((address if len(address) == width else "?", int(port, 16), interfaces))
+    return found
+
+
+@needs_mpi
+@pytest.mark.skipif(not os.path.isdir("/proc/self/net"), reason="needs Linux /proc")
+def test_an_mpi_run_cannot_be_reached_from_outside_the_machine(tmp_path):
+    from distlib.engines._isolate import network_prefix
+
+    if not network_prefix():
+        pytest.skip("Hydra binds 0.0.0.0 and this machine allows no user namespace to hide it in")
+    script = tmp_path / "sleeper.py"
+    script.write_text("import time\nfrom mpi4py import MPI\nMPI.COMM_WORLD.Barrier()\ntime.sleep(4)\n")
+    seen, done = [], []
+
+    def watch():
+        while not done:
+            for proc in psutil.process_iter(["pid", "cmdline"]):
+                try:
+                    cmdline = proc.info["cmdline"] or []
+                    if any(str(script) in part or part.endswith("mpiexec") for part in cmdline):
+                        seen.extend((proc.pid, *entry) for entry in _listening(proc.pid))
+                except (psutil.Error, OSError, TypeError):
+                    continue
+            time.sleep(0.1)
+
+    import threading
+
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    try:
+        result = run_mpi(script, 2, timeout=60)
+    finally:
+        done.append(True)
+        watcher.join()
+    assert seen, "no listening socket was seen at all: the watcher missed the run"
+    for pid, address, port, interfaces in seen:
+        # Loopback (127.x in /proc's little-endian hex ends in 7F), or any address
+        # inside a namespace whose only interface is lo.
+        assert address.endswith("7F") or interfaces == ["lo"], (pid, address, port, interfaces)
+    assert result.network == "private"

@@ -153,17 +153,35 @@ class Comm:
         dtype and device and grows it when needed (call :meth:`free_scratch`
         to give the memory back). One collective at a time per communicator.
         """
-        store = self.__dict__.setdefault("_scratch", {})
+        last = self.__dict__.get("_scratch_last")
+        if last is not None and last[0] == n and last[1] is like.dtype and last[2] == getattr(like, "device", None):
+            return last[3]  # the same request as last time (every call of a small all-reduce)
         key = (like.dtype, getattr(like, "device", None))
+        views = self.__dict__.get("_scratch_views")
+        if views is not None:  # the same length as a recent call: hand back the same view
+            view = views.get((key, n))
+            if view is not None:
+                self._scratch_last = (n, like.dtype, key[1], view)
+                return view
+        store = self.__dict__.setdefault("_scratch", {})
+        views = self.__dict__.setdefault("_scratch_views", {})
         buf = store.get(key)
         if buf is None or len(buf) < n:
             buf = self.empty(n, like)
             store[key] = buf
-        return buf[:n]
+            for old in [k for k in views if k[0] == key]:  # views of the buffer just replaced
+                del views[old]
+            self.__dict__.pop("_scratch_last", None)
+        if len(views) > 64:
+            views.clear()
+        view = views[(key, n)] = buf[:n]
+        self._scratch_last = (n, like.dtype, key[1], view)
+        return view
 
     def free_scratch(self) -> None:
         """Drop the buffers kept by :meth:`scratch`."""
-        self.__dict__.pop("_scratch", None)
+        for name in ("_scratch", "_scratch_views", "_scratch_last"):
+            self.__dict__.pop(name, None)
 
     def copy(self, buf):
         """A new buffer holding a copy of ``buf``."""
@@ -180,7 +198,7 @@ class Comm:
     def combine(self, dst, src, op: str = "sum") -> None:
         """``dst = op(dst, src)`` element-wise, in place."""
         if op == "sum":
-            np.add(dst, src, out=dst)
+            np.add(dst, src, dst)
         elif op == "max":
             np.maximum(dst, src, out=dst)
         else:
@@ -188,6 +206,8 @@ class Comm:
 
     def flat(self, buf):
         """``buf`` as a 1-D view (raises if that would need a copy)."""
+        if type(buf) is np.ndarray and buf.ndim == 1 and (buf.strides[0] == buf.itemsize or len(buf) < 2):
+            return buf  # already a contiguous vector: the common case, kept cheap for small messages
         if not isinstance(buf, np.ndarray):
             raise TypeError(f"buf must be a NumPy array for the {self.engine} engine, got {type(buf).__name__}")
         if not buf.flags.c_contiguous:

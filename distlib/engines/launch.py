@@ -26,10 +26,18 @@ Every run is bounded and leaves nothing behind:
 Local runs stay on this machine: ``mpiexec -host localhost``, ranks talking
 through shared memory only (``UCX_TLS=self,sm``: MPICH's network layer opens
 no socket), torch ranks meeting through a ``file://`` rendezvous with gloo
-bound to ``lo`` (``GLOO_SOCKET_IFNAME=lo``). One exception: MPICH's
-launcher, Hydra, listens for its own helper processes on all interfaces
-(it has no option to bind to loopback only); nothing the ranks send goes
-through that port.
+bound to ``lo`` (``GLOO_SOCKET_IFNAME=lo``). MPICH's launcher, Hydra,
+listens for its own helper processes on a port bound to all interfaces
+and has no option to change that, so where Linux allows unprivileged user
+namespaces the whole MPI run starts in a network namespace of its own that
+holds only a loopback interface (:mod:`distlib.engines._isolate`;
+``RunResult.network`` says which way a run went). Elsewhere that one
+port stays open on every interface for the length of the run; nothing the
+ranks send goes through it.
+
+Where the kernel allows it, MPI runs also get MPICH's single-copy
+transfers between ranks (``MPIR_CVAR_CH4_CMA_ENABLE=1``; see
+:mod:`distlib.engines._isolate`). Set either variable yourself to override.
 """
 
 from __future__ import annotations
@@ -50,6 +58,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .._check import check_choice, check_int, check_real
+from ._isolate import cma_available, network_prefix
 
 __all__ = [
     "RunResult",
@@ -94,6 +103,9 @@ class RunResult:
         The ``DISTLIB_RUN_ID`` its processes carried.
     pids : dict
         Rank -> process id (torch runs; MPI ranks are ``mpiexec``'s children).
+    network : str
+        ``"private"`` (an MPI run in its own loopback-only network
+        namespace) or ``"host"``.
     """
 
     stdout: list
@@ -105,6 +117,7 @@ class RunResult:
     command: list
     run_id: str
     pids: dict = field(default_factory=dict)
+    network: str = "host"
 
     @property
     def p(self) -> int:
@@ -334,8 +347,9 @@ def run_mpi(target, n: int, *, args=(), timeout: float = 60.0, env=None, check: 
     mpiexec = find_mpiexec()
     run_id = uuid.uuid4().hex
     workdir = Path(tempfile.mkdtemp(prefix="distlib-mpi-"))
+    prefix = list(network_prefix())
     command = [
-        mpiexec, "-n", str(n), "-host", "localhost",
+        *prefix, mpiexec, "-n", str(n), "-host", "localhost",
         "-outfile-pattern", str(workdir / "out.%r"), "-errfile-pattern", str(workdir / "err.%r"),
         sys.executable, "-m", "mpi4py", *_target_argv(target), *map(str, args),
     ]  # fmt: skip
@@ -346,6 +360,8 @@ def run_mpi(target, n: int, *, args=(), timeout: float = 60.0, env=None, check: 
     full_env.setdefault("UCX_TLS", "self,sm")
     full_env.setdefault("FI_TCP_IFACE", "lo")
     full_env.setdefault("HYDRA_IFACE", "lo")
+    if cma_available():  # one copy per byte between ranks instead of two
+        full_env.setdefault("MPIR_CVAR_CH4_CMA_ENABLE", "1")
     start = time.monotonic()
     proc = subprocess.Popen(
         command, env=full_env, start_new_session=True, stdin=subprocess.DEVNULL,
@@ -375,6 +391,7 @@ def run_mpi(target, n: int, *, args=(), timeout: float = 60.0, env=None, check: 
         seconds=seconds,
         command=command,
         run_id=run_id,
+        network="private" if prefix else "host",
     )
     shutil.rmtree(workdir, ignore_errors=True)
     if timed_out or "APPLICATION TIMED OUT" in result.launcher:

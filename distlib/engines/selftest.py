@@ -20,7 +20,7 @@ import sys
 import numpy as np
 
 from ..ring import chunk_bounds
-from .algorithms import allgather, allreduce, broadcast, reduce, reduce_scatter
+from .algorithms import ALLREDUCE_ALGORITHMS, allgather, allreduce, broadcast, reduce, reduce_scatter
 
 __all__ = ["main", "run_checks", "default_sizes"]
 
@@ -63,7 +63,7 @@ def run_checks(comm, sizes=None, dtypes=("float64", "int32")) -> tuple:
             tag = f"{dtype} n={n}"
             builtin = comm.allreduce(make(mine))
             check(f"builtin allreduce {tag}", builtin, total)
-            for algorithm in ("ring", "tree", "halving_doubling"):
+            for algorithm in ALLREDUCE_ALGORITHMS:
                 out = allreduce(comm, make(mine), algorithm=algorithm)
                 check(f"{algorithm} allreduce {tag}", out, back(builtin))
             out = allreduce(comm, make(mine), op="max", algorithm="ring")

@@ -99,7 +99,7 @@ def main(argv=None) -> None:
     parser.add_argument("--batch", type=int, default=32, help="examples per rank per step")
     parser.add_argument("--hidden", type=int, default=32)
     parser.add_argument("--lr", type=float, default=0.5)
-    parser.add_argument("--algorithm", default="ring", choices=["ring", "tree", "halving_doubling", "builtin", "auto"])
+    parser.add_argument("--algorithm", default="ring", choices=["ring", "tree", "halving_doubling", "recursive_doubling", "builtin", "auto"])
     parser.add_argument("--examples", type=int, default=4096)
     ns = parser.parse_args(sys.argv[1:] if argv is None else argv)
 

@@ -1,0 +1,123 @@
+"""Keep a local MPI run off the network, and let ranks copy each other's memory once.
+
+Two things :func:`distlib.engines.run_mpi` arranges when the machine allows
+them, each found out by a quick probe and remembered for the session:
+
+**A private network.** MPICH's launcher, Hydra, listens for its helper
+processes on a TCP port bound to every interface (``0.0.0.0``); no option
+or environment variable changes that (its socket code binds
+``INADDR_ANY``). When unprivileged user namespaces are available (Linux,
+``unshare`` from util-linux), the whole run starts inside a network
+namespace of its own, which holds nothing but a loopback interface: the
+port is then reachable from this run's processes only. Shared memory,
+files and signals work as before, so the ranks notice nothing.
+
+**Single-copy transfers (CMA).** By default MPICH moves a large message
+between two processes on one machine through a shared bounce buffer: the
+sender copies in, the receiver copies out, two copies per byte. With
+``MPIR_CVAR_CH4_CMA_ENABLE=1`` the receiver reads the sender's buffer
+directly with ``process_vm_readv`` (Linux "cross-memory attach"), one
+copy. The kernel allows that between processes of the same user unless
+Yama's ``ptrace_scope`` forbids it (MPICH then turns CMA off by itself) or
+a seccomp filter blocks the call, which the probe here checks.
+
+Run as a module, this file is the small program that starts inside the new
+namespace: it brings the loopback interface up and replaces itself with
+the real command::
+
+    unshare --user --map-root-user --net python -m distlib.engines._isolate mpiexec ...
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import fcntl
+import functools
+import os
+import shutil
+import socket
+import struct
+import subprocess
+import sys
+
+__all__ = ["network_prefix", "cma_available", "loopback_up"]
+
+_SIOCGIFFLAGS, _SIOCSIFFLAGS, _IFF_UP = 0x8913, 0x8914, 0x1
+_IFREQ = "16sH22x"  # struct ifreq: a 16-byte name, then the flags (the union is 24 bytes)
+
+
+def loopback_up() -> None:
+    """Bring the ``lo`` interface up (a new network namespace starts with it down)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        flags = struct.unpack(_IFREQ, fcntl.ioctl(s, _SIOCGIFFLAGS, struct.pack(_IFREQ, b"lo", 0)))[1]
+        if not flags & _IFF_UP:
+            fcntl.ioctl(s, _SIOCSIFFLAGS, struct.pack(_IFREQ, b"lo", flags | _IFF_UP))
+
+
+@functools.lru_cache(maxsize=1)
+def network_prefix() -> tuple:
+    """The argv prefix that runs a command in a loopback-only network namespace, or ``()``.
+
+    ``()`` when the machine does not allow it (no ``unshare``, user
+    namespaces disabled, not Linux) or when ``DISTLIB_MPI_NETNS=0``. The
+    probe starts one short process and checks that, inside, ``lo`` is the
+    only interface and is up.
+    """
+    if os.environ.get("DISTLIB_MPI_NETNS", "1") == "0" or not sys.platform.startswith("linux"):
+        return ()
+    unshare = shutil.which("unshare")
+    if unshare is None:
+        return ()
+    prefix = (unshare, "--user", "--map-root-user", "--net", sys.executable, "-m", __name__)
+    probe = [sys.executable, "-c", "import socket; print(sorted(n for _, n in socket.if_nameindex()))"]
+    try:
+        out = subprocess.run([*prefix, *probe], capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.SubprocessError):
+        return ()
+    if out.returncode != 0 or out.stdout.strip() != "['lo']":
+        return ()
+    return prefix
+
+
+@functools.lru_cache(maxsize=1)
+def cma_available() -> bool:
+    """Whether ``process_vm_readv`` works here (so MPICH may use single-copy transfers).
+
+    False when Yama restricts ptrace (``/proc/sys/kernel/yama/ptrace_scope``
+    not 0; MPICH would turn CMA off anyway), when the call is missing or
+    blocked (a seccomp filter in some containers), or when
+    ``DISTLIB_MPI_CMA=0``.
+    """
+    if os.environ.get("DISTLIB_MPI_CMA", "1") == "0" or not sys.platform.startswith("linux"):
+        return False
+    try:
+        with open("/proc/sys/kernel/yama/ptrace_scope") as fh:
+            if fh.read(1) != "0":
+                return False
+    except OSError:
+        pass  # no Yama: ordinary same-user rules apply
+    libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
+    if not hasattr(libc, "process_vm_readv"):
+        return False
+
+    class IOVec(ctypes.Structure):
+        _fields_ = [("base", ctypes.c_void_p), ("len", ctypes.c_size_t)]
+
+    src = ctypes.create_string_buffer(b"distlib", 8)
+    dst = ctypes.create_string_buffer(8)
+    local, remote = IOVec(ctypes.addressof(dst), 8), IOVec(ctypes.addressof(src), 8)
+    libc.process_vm_readv.restype = ctypes.c_ssize_t
+    n = libc.process_vm_readv(os.getpid(), ctypes.byref(local), 1, ctypes.byref(remote), 1, 0)
+    return n == 8 and dst.raw == src.raw
+
+
+def _main(argv) -> None:  # pragma: no cover - runs inside the namespace
+    if not argv:
+        raise SystemExit("usage: python -m distlib.engines._isolate COMMAND [ARGS...]")
+    loopback_up()
+    os.execv(argv[0] if os.path.isabs(argv[0]) else shutil.which(argv[0]) or argv[0], argv)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    _main(sys.argv[1:])
