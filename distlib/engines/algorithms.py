@@ -22,11 +22,19 @@ Algorithms
     ``2 * (p - p')`` ranks fold in pairs (``p'`` the largest power of two
     below ``p``): each even one hands its buffer to the odd one next to it,
     sits out, and gets the result back at the end.
+``"recursive_doubling"``
+    The short-message all-reduce (MPICH's choice for buffers up to
+    ``MPIR_CVAR_ALLREDUCE_SHORT_MSG_SIZE``, 2048 bytes by default): in round
+    ``k`` every rank swaps its *whole* buffer with ``rank XOR 2**k`` and
+    adds. ``log2 p`` messages, the fewest of any algorithm here, but each
+    carries the full buffer, so it loses to the ring once bytes dominate.
+    The same fold as halving-doubling handles a ``p`` that is not a power
+    of two.
 ``"builtin"``
     The engine's own all-reduce (MPICH's ``MPI_Allreduce``, gloo's or
     NCCL's ``all_reduce``), as a reference.
 ``"auto"``
-    Pick ring, tree or halving-doubling by the time the alpha-beta model,
+    Pick one of the four by the time the alpha-beta model,
     fitted on this machine, predicts for this size (see
     :mod:`distlib.engines.tuner`), the way NCCL's tuner picks ring or tree.
 
@@ -65,7 +73,7 @@ __all__ = [
     "reduce",
 ]
 
-ALLREDUCE_ALGORITHMS = ("ring", "tree", "halving_doubling")
+ALLREDUCE_ALGORITHMS = ("ring", "tree", "halving_doubling", "recursive_doubling")
 """The book's all-reduce algorithms (``"auto"`` chooses among these)."""
 
 _ALLREDUCE_CHOICES = ALLREDUCE_ALGORITHMS + ("builtin", "auto")
@@ -84,6 +92,14 @@ def _bounds(n: int, p: int) -> tuple:
     """
     q, extra = divmod(n, p)
     return tuple(i * q + min(i, extra) for i in range(p + 1))
+
+
+@lru_cache(maxsize=None)
+def _choose_algorithm():
+    """:func:`distlib.engines.tuner.choose_algorithm`, imported on first use (the tuner imports this module)."""
+    from .tuner import choose_algorithm
+
+    return choose_algorithm
 
 
 def _check_comm(comm) -> Comm:
@@ -109,7 +125,7 @@ def allreduce(comm, buf, *, op: str = "sum", algorithm: str = "ring"):
         This rank's contiguous buffer (any shape; reduced as a flat vector).
         Afterwards it holds the element-wise reduction over all ranks.
     op : {"sum", "max", "min"}
-    algorithm : {"ring", "tree", "halving_doubling", "builtin", "auto"}
+    algorithm : {"ring", "tree", "halving_doubling", "recursive_doubling", "builtin", "auto"}
         See the module docstring.
 
     Returns
@@ -134,13 +150,13 @@ def allreduce(comm, buf, *, op: str = "sum", algorithm: str = "ring"):
     if comm.size == 1 or n == 0:
         return buf
     if algorithm == "auto":
-        from .tuner import choose_algorithm
-
-        algorithm = choose_algorithm(comm, n * comm.itemsize(x))
+        algorithm = _choose_algorithm()(comm, n * comm.itemsize(x))
     if algorithm == "ring":
         bounds = _bounds(n, comm.size)
         _ring_reduce_scatter(comm, x, bounds, op)
         _ring_allgather(comm, x, bounds)
+    elif algorithm == "recursive_doubling":
+        _rd_allreduce(comm, x, op)
     elif algorithm == "tree":
         _tree_reduce(comm, x, 0, op)
         _tree_broadcast(comm, x, 0)
@@ -299,12 +315,47 @@ def _ring_reduce_scatter(comm, x, bounds, op) -> None:
     p, r = comm.size, comm.rank
     right, left = (r + 1) % p, (r - 1) % p
     tmp = comm.scratch(max(bounds[i + 1] - bounds[i] for i in range(p)), like=x)
+    pieces = _pieces(comm, x, bounds[1] - bounds[0])
     for s in range(p - 1):
         cs, cr = (r - s - 1) % p, (r - s - 2) % p
         incoming = tmp[: bounds[cr + 1] - bounds[cr]]
+        if pieces > 1:
+            _pipelined_step(comm, x[bounds[cs] : bounds[cs + 1]], right, incoming, left,
+                            x[bounds[cr] : bounds[cr + 1]], op, pieces)  # fmt: skip
+            continue
         comm.sendrecv(x[bounds[cs] : bounds[cs + 1]], right, incoming, left)
         if len(incoming):
             comm.combine(x[bounds[cr] : bounds[cr + 1]], incoming, op)
+
+
+PIPELINE_PIECE_BYTES = 1 << 20
+"""Piece size for :func:`_pipelined_step` (engines whose messages move in the background)."""
+
+
+def _pieces(comm, x, chunk: int) -> int:
+    """How many pieces each ring step's chunk travels in: 1 unless the engine moves bytes in the background."""
+    if not getattr(comm, "progresses_in_background", False):
+        return 1
+    return max(1, min(16, chunk * comm.itemsize(x) // PIPELINE_PIECE_BYTES))
+
+
+def _pipelined_step(comm, send, dest, incoming, source, into, op, pieces) -> None:
+    """One reduce-scatter step cut into ``pieces``: add piece ``k`` while later pieces are still arriving.
+
+    Engines such as gloo move messages on a thread of their own, so the
+    additions (a pass over memory as long as the transfer itself) can run
+    while the rest of the chunk is on its way. gloo's own ring all-reduce
+    pipelines the same way. Every piece has its own tag, so the pieces
+    cannot be matched out of order.
+    """
+    sb, rb = _bounds(len(send), pieces), _bounds(len(incoming), pieces)
+    recvs = [(k, comm.irecv(incoming[rb[k] : rb[k + 1]], source, tag=k)) for k in range(pieces)]
+    sends = [comm.isend(send[sb[k] : sb[k + 1]], dest, tag=k) for k in range(pieces)]
+    for k, req in recvs:
+        req.wait()
+        comm.combine(into[rb[k] : rb[k + 1]], incoming[rb[k] : rb[k + 1]], op)
+    for req in sends:
+        req.wait()
 
 
 def _ring_allgather(comm, x, bounds) -> None:
@@ -375,7 +426,9 @@ class _Fold:
     """How ``p`` ranks map onto ``p2`` (a power of two) after folding pairs.
 
     The first ``2 * extra`` ranks pair up as (even, odd); the even one sits
-    out. Survivors get consecutive "new ranks" ``0 .. p2 - 1``.
+    out. Survivors get consecutive "new ranks" ``0 .. p2 - 1``. Build one
+    with :func:`_fold`, which remembers it: small messages should not pay
+    for this arithmetic on every call.
     """
 
     def __init__(self, p: int, rank: int):
@@ -387,6 +440,9 @@ class _Fold:
             self.new = rank - self.extra
         self.sits_out = self.new < 0
         self.folded = rank < 2 * self.extra  # part of a pair (either side)
+        # Recursive doubling's partners, round by round (real ranks).
+        self.doubling_partners = () if self.sits_out else tuple(
+            self.real(self.new ^ (1 << k)) for k in range(self.p2.bit_length() - 1))  # fmt: skip
 
     def real(self, new: int) -> int:
         return 2 * new + 1 if new < self.extra else new + self.extra
@@ -394,6 +450,9 @@ class _Fold:
     def first_chunk(self, new: int) -> int:
         """First of the real ranks' chunks that new rank ``new`` stands for."""
         return 2 * new if new < self.extra else new + self.extra
+
+
+_fold = lru_cache(maxsize=256)(_Fold)
 
 
 def _halving(comm, x, sb, fold, tmp, op) -> None:
@@ -430,7 +489,7 @@ def _doubling(comm, x, sb, fold) -> None:
 
 def _hd_allreduce(comm, x, op) -> None:
     p, r = comm.size, comm.rank
-    fold = _Fold(p, r)
+    fold = _fold(p, r)
     n = len(x)
     # Scratch for the largest incoming piece. Halves of the chunk list are
     # uneven when n < p2 (all of a short buffer can sit in one half), so
@@ -453,6 +512,34 @@ def _hd_allreduce(comm, x, op) -> None:
             comm.send(x, r - 1)
 
 
+def _rd_allreduce(comm, x, op) -> None:
+    """Recursive doubling: ``log2 p'`` swaps of the whole buffer, each followed by an add.
+
+    In round ``k`` new rank ``i`` swaps with ``i XOR 2**k``; afterwards it
+    holds the sum over the ``2**(k+1)`` new ranks that agree with it above
+    bit ``k``. Partners add the same two partial sums (in either order, and
+    IEEE addition is commutative), so every rank ends with bit-identical
+    values.
+    """
+    r = comm.rank
+    fold = _fold(comm.size, r)
+    tmp = comm.scratch(len(x), like=x)
+    if fold.folded:
+        if fold.sits_out:
+            comm.send(x, r + 1)
+        else:
+            comm.recv(tmp, r - 1)
+            comm.combine(x, tmp, op)
+    for partner in fold.doubling_partners:
+        comm.sendrecv(x, partner, tmp, partner)
+        comm.combine(x, tmp, op)
+    if fold.folded:
+        if fold.sits_out:
+            comm.recv(x, r + 1)
+        else:
+            comm.send(x, r - 1)
+
+
 def _super_bounds(bounds, fold) -> tuple:
     """Element bounds of the ``p2`` super-chunks: new rank ``i`` stands for one or two real chunks."""
     return tuple(bounds[fold.first_chunk(i)] for i in range(fold.p2)) + (bounds[-1],)
@@ -460,7 +547,7 @@ def _super_bounds(bounds, fold) -> tuple:
 
 def _hd_reduce_scatter(comm, x, bounds, op) -> None:
     p, r = comm.size, comm.rank
-    fold = _Fold(p, r)
+    fold = _fold(p, r)
     n = len(x)
     tmp = comm.scratch(n, like=x)  # one half can hold almost all of x (short or folded buffers)
     if fold.folded:
@@ -480,7 +567,7 @@ def _hd_reduce_scatter(comm, x, bounds, op) -> None:
 
 def _hd_allgather(comm, x, bounds) -> None:
     p, r = comm.size, comm.rank
-    fold = _Fold(p, r)
+    fold = _fold(p, r)
     if fold.folded:  # the even rank's piece joins its odd partner's
         if fold.sits_out:
             comm.send(x[bounds[r] : bounds[r + 1]], r + 1)
