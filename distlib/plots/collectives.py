@@ -26,8 +26,9 @@ __all__ = [
     "plot_bus_bandwidth",
 ]
 
-ALGORITHM_COLORS = {"ring": "#1f77b4", "tree": "#2ca02c", "halving_doubling": "#d62728"}
-ALGORITHM_LABELS = {"ring": "ring", "tree": "binomial tree", "halving_doubling": "halving-doubling"}
+ALGORITHM_COLORS = {"ring": "#1f77b4", "tree": "#2ca02c", "halving_doubling": "#d62728", "recursive_doubling": "#ff7f0e"}
+ALGORITHM_LABELS = {"ring": "ring", "tree": "binomial tree", "halving_doubling": "halving-doubling",
+                    "recursive_doubling": "recursive doubling"}
 
 
 def default_sizes(lo: float = 8.0, hi: float = 8e9, num: int = 121) -> np.ndarray:
