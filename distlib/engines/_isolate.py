@@ -19,7 +19,9 @@ sender copies in, the receiver copies out, two copies per byte. With
 directly with ``process_vm_readv`` (Linux "cross-memory attach"), one
 copy. The kernel allows that between processes of the same user unless
 Yama's ``ptrace_scope`` forbids it (MPICH then turns CMA off by itself) or
-a seccomp filter blocks the call, which the probe here checks.
+a seccomp filter blocks the call, which the probe here checks. The single
+copy starts with a handshake, so small messages still go the two-copy way
+(:func:`~distlib.engines.run_mpi` sets the switch-over to 16 KiB).
 
 Run as a module, this file is the small program that starts inside the new
 namespace: it brings the loopback interface up and replaces itself with

@@ -362,6 +362,10 @@ def run_mpi(target, n: int, *, args=(), timeout: float = 60.0, env=None, check: 
     full_env.setdefault("HYDRA_IFACE", "lo")
     if cma_available():  # one copy per byte between ranks instead of two
         full_env.setdefault("MPIR_CVAR_CH4_CMA_ENABLE", "1")
+        # From 16 KiB (MPICH's default is 8 KiB): the single copy starts with a
+        # handshake, which cost more than the second copy saved at 8 KiB here
+        # (`python benchmarks/bench_engines.py`, the 8 KiB row).
+        full_env.setdefault("MPIR_CVAR_CH4_IPC_CMA_P2P_THRESHOLD", "16384")
     start = time.monotonic()
     proc = subprocess.Popen(
         command, env=full_env, start_new_session=True, stdin=subprocess.DEVNULL,
