@@ -455,6 +455,25 @@ class _Fold:
 _fold = lru_cache(maxsize=256)(_Fold)
 
 
+def _fold_in(comm, x, tmp, fold, op) -> None:
+    """Before the power-of-two part: each even rank of a pair hands ``x`` to the odd one, which adds it."""
+    if fold.folded:
+        if fold.sits_out:
+            comm.send(x, comm.rank + 1)
+        else:
+            comm.recv(tmp, comm.rank - 1)
+            comm.combine(x, tmp, op)
+
+
+def _fold_out(comm, x, fold) -> None:
+    """After it: the odd rank of each pair hands the finished ``x`` back to the even one."""
+    if fold.folded:
+        if fold.sits_out:
+            comm.recv(x, comm.rank + 1)
+        else:
+            comm.send(x, comm.rank - 1)
+
+
 def _halving(comm, x, sb, fold, tmp, op) -> None:
     """Recursive halving over the ``p2`` super-chunks ``sb``: new rank ``i`` ends owning ``sb[i]:sb[i+1]``."""
     me = fold.new
@@ -488,28 +507,18 @@ def _doubling(comm, x, sb, fold) -> None:
 
 
 def _hd_allreduce(comm, x, op) -> None:
-    p, r = comm.size, comm.rank
-    fold = _fold(p, r)
+    fold = _fold(comm.size, comm.rank)
     n = len(x)
     # Scratch for the largest incoming piece. Halves of the chunk list are
     # uneven when n < p2 (all of a short buffer can sit in one half), so
     # size it for the whole buffer.
     tmp = comm.scratch(n, like=x)
-    if fold.folded:  # fold the extra ranks in: evens hand their data to the odd next door
-        if fold.sits_out:
-            comm.send(x, r + 1)
-        else:
-            comm.recv(tmp, r - 1)
-            comm.combine(x, tmp, op)
+    _fold_in(comm, x, tmp, fold, op)
     if not fold.sits_out:
         sb = _bounds(n, fold.p2)
         _halving(comm, x, sb, fold, tmp, op)
         _doubling(comm, x, sb, fold)
-    if fold.folded:  # and hand the result back
-        if fold.sits_out:
-            comm.recv(x, r + 1)
-        else:
-            comm.send(x, r - 1)
+    _fold_out(comm, x, fold)
 
 
 def _rd_allreduce(comm, x, op) -> None:
@@ -524,20 +533,11 @@ def _rd_allreduce(comm, x, op) -> None:
     r = comm.rank
     fold = _fold(comm.size, r)
     tmp = comm.scratch(len(x), like=x)
-    if fold.folded:
-        if fold.sits_out:
-            comm.send(x, r + 1)
-        else:
-            comm.recv(tmp, r - 1)
-            comm.combine(x, tmp, op)
+    _fold_in(comm, x, tmp, fold, op)
     for partner in fold.doubling_partners:
         comm.sendrecv(x, partner, tmp, partner)
         comm.combine(x, tmp, op)
-    if fold.folded:
-        if fold.sits_out:
-            comm.recv(x, r + 1)
-        else:
-            comm.send(x, r - 1)
+    _fold_out(comm, x, fold)
 
 
 def _super_bounds(bounds, fold) -> tuple:
@@ -550,12 +550,7 @@ def _hd_reduce_scatter(comm, x, bounds, op) -> None:
     fold = _fold(p, r)
     n = len(x)
     tmp = comm.scratch(n, like=x)  # one half can hold almost all of x (short or folded buffers)
-    if fold.folded:
-        if fold.sits_out:
-            comm.send(x, r + 1)
-        else:
-            comm.recv(tmp, r - 1)
-            comm.combine(x, tmp, op)
+    _fold_in(comm, x, tmp, fold, op)
     if not fold.sits_out:
         _halving(comm, x, _super_bounds(bounds, fold), fold, tmp, op)
     if fold.folded:  # the odd rank hands its even partner that partner's own chunk
@@ -575,8 +570,4 @@ def _hd_allgather(comm, x, bounds) -> None:
             comm.recv(x[bounds[r - 1] : bounds[r]], r - 1)
     if not fold.sits_out:
         _doubling(comm, x, _super_bounds(bounds, fold), fold)
-    if fold.folded:
-        if fold.sits_out:
-            comm.recv(x, r + 1)
-        else:
-            comm.send(x, r - 1)
+    _fold_out(comm, x, fold)
