@@ -253,3 +253,51 @@ def test_an_mpi_run_cannot_be_reached_from_outside_the_machine(tmp_path):
         # inside a namespace whose only interface is lo.
         assert address.endswith("7F") or interfaces == ["lo"], (pid, address, port, interfaces)
     assert result.network == "private"
+
+
+# ---------------------------------------------------------------------------
+# torchrun: the launcher a cluster would use, run the same way here
+
+
+def _needs_private_network():
+    from distlib.engines._isolate import network_prefix
+
+    if not network_prefix():
+        pytest.skip("torchrun's store listens on every interface and this machine allows no user namespace to hide it in")
+
+
+@needs_torch
+def test_the_ddp_example_runs_unchanged_under_torchrun():
+    _needs_private_network()
+    from distlib.engines import run_torchrun
+
+    result = run_torchrun("distlib.examples.torch_ddp", 2, args=["--steps", "10"], timeout=120)
+    assert result.returncode == 0 and result.network == "private"
+    assert "parameters identical on all ranks: True" in result.stdout[0]
+    assert "2 ranks (gloo)" in result.stdout[0]
+    assert survivors(result.run_id) == []
+
+
+@needs_torch
+@pytest.mark.parametrize("mode", ["kill", "hang"])
+def test_torchrun_stops_every_rank_when_one_fails(mode):
+    _needs_private_network()
+    from distlib.engines import run_torchrun
+
+    start = time.monotonic()
+    with pytest.raises(RunError) as info:
+        # A hung rank is caught by the others' collective timeout (DISTLIB_TIMEOUT, half of
+        # `timeout`): they fail, and torchrun stops the rest. The outer timeout is the backstop.
+        run_torchrun("distlib.examples.faulty_rank", 3, args=["--engine", "gloo", "--mode", mode], timeout=30)
+    assert time.monotonic() - start < 60
+    assert "torchrun stopped every rank" in str(info.value)
+    if mode == "hang":
+        assert "Timed out" in str(info.value)
+    assert survivors(info.value.result.run_id) == []
+
+
+def test_torchrun_wants_a_module_name():
+    from distlib.engines import run_torchrun
+
+    with pytest.raises(ValueError, match="module must be a dotted module name"):
+        run_torchrun("worker.py", 2)

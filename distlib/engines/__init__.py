@@ -34,12 +34,14 @@ from .algorithms import ALLREDUCE_ALGORITHMS, allgather, allreduce, broadcast, r
 from .comm import Comm, DeadlockError, Request, ThreadComm, run_threads
 from .launch import (
     Outcome,
+    PrivateNetworkUnavailable,
     RunError,
     RunResult,
     RunTimeout,
     find_mpiexec,
     run_mpi,
     run_torch,
+    run_torchrun,
     stray_processes,
     try_mpi,
     try_torch,
@@ -65,6 +67,8 @@ __all__ = [
     "Outcome",
     "run_mpi",
     "run_torch",
+    "run_torchrun",
+    "PrivateNetworkUnavailable",
     "try_mpi",
     "try_torch",
     "find_mpiexec",

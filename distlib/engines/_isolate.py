@@ -23,38 +23,27 @@ a seccomp filter blocks the call, which the probe here checks. The single
 copy starts with a handshake, so small messages still go the two-copy way
 (:func:`~distlib.engines.run_mpi` sets the switch-over to 16 KiB).
 
-Run as a module, this file is the small program that starts inside the new
-namespace: it brings the loopback interface up and replaces itself with
-the real command::
+The small program that starts inside the new namespace is
+``_netns_exec.py`` next to this file, run by path: it brings the loopback
+interface up and replaces itself with the real command::
 
-    unshare --user --map-root-user --net python -m distlib.engines._isolate mpiexec ...
+    unshare --user --map-root-user --net python .../_netns_exec.py mpiexec ...
 """
 
 from __future__ import annotations
 
 import ctypes
 import ctypes.util
-import fcntl
 import functools
 import os
 import shutil
-import socket
-import struct
 import subprocess
 import sys
+from pathlib import Path
 
-__all__ = ["network_prefix", "cma_available", "loopback_up"]
+__all__ = ["network_prefix", "cma_available"]
 
-_SIOCGIFFLAGS, _SIOCSIFFLAGS, _IFF_UP = 0x8913, 0x8914, 0x1
-_IFREQ = "16sH22x"  # struct ifreq: a 16-byte name, then the flags (the union is 24 bytes)
-
-
-def loopback_up() -> None:
-    """Bring the ``lo`` interface up (a new network namespace starts with it down)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-        flags = struct.unpack(_IFREQ, fcntl.ioctl(s, _SIOCGIFFLAGS, struct.pack(_IFREQ, b"lo", 0)))[1]
-        if not flags & _IFF_UP:
-            fcntl.ioctl(s, _SIOCSIFFLAGS, struct.pack(_IFREQ, b"lo", flags | _IFF_UP))
+_EXEC = Path(__file__).with_name("_netns_exec.py")
 
 
 @functools.lru_cache(maxsize=1)
@@ -71,8 +60,11 @@ def network_prefix() -> tuple:
     unshare = shutil.which("unshare")
     if unshare is None:
         return ()
-    prefix = (unshare, "--user", "--map-root-user", "--net", sys.executable, "-m", __name__)
-    probe = [sys.executable, "-c", "import socket; print(sorted(n for _, n in socket.if_nameindex()))"]
+    prefix = (unshare, "--user", "--map-root-user", "--net", sys.executable, str(_EXEC))
+    probe = [sys.executable, "-c",  # lo must be the only interface, and up: a loopback connection works
+             "import socket; s = socket.socket(); s.bind(('127.0.0.1', 0)); s.listen(); "
+             "socket.create_connection(s.getsockname(), timeout=5); "
+             "print(sorted(n for _, n in socket.if_nameindex()))"]  # fmt: skip
     try:
         out = subprocess.run([*prefix, *probe], capture_output=True, text=True, timeout=20)
     except (OSError, subprocess.SubprocessError):
@@ -112,14 +104,3 @@ def cma_available() -> bool:
     libc.process_vm_readv.restype = ctypes.c_ssize_t
     n = libc.process_vm_readv(os.getpid(), ctypes.byref(local), 1, ctypes.byref(remote), 1, 0)
     return n == 8 and dst.raw == src.raw
-
-
-def _main(argv) -> None:  # pragma: no cover - runs inside the namespace
-    if not argv:
-        raise SystemExit("usage: python -m distlib.engines._isolate COMMAND [ARGS...]")
-    loopback_up()
-    os.execv(argv[0] if os.path.isabs(argv[0]) else shutil.which(argv[0]) or argv[0], argv)
-
-
-if __name__ == "__main__":  # pragma: no cover
-    _main(sys.argv[1:])

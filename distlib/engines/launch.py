@@ -69,6 +69,8 @@ __all__ = [
     "run_torch",
     "try_mpi",
     "try_torch",
+    "run_torchrun",
+    "PrivateNetworkUnavailable",
     "find_mpiexec",
     "stray_processes",
 ]
@@ -150,6 +152,10 @@ class RunError(RuntimeError):
         super().__init__(message)
         self.result = result
         self.rank = rank
+
+
+class PrivateNetworkUnavailable(RuntimeError):
+    """This machine cannot start a run in a loopback-only network namespace (see :func:`run_torchrun`)."""
 
 
 class RunTimeout(RunError):
@@ -643,6 +649,104 @@ def run_torch(
         if result.stderr[failed].strip():
             msg.append(f"rank {failed} stderr:\n{_tail(result.stderr[failed])}")
         raise RunError("\n".join(msg), result, failed)
+    return result
+
+
+def run_torchrun(module: str, n: int, *, args=(), timeout: float = 120.0, env=None, check: bool = True) -> RunResult:
+    """Run ``python -m module`` on ``n`` ranks started by PyTorch's own launcher, ``torchrun``.
+
+    This is how the module would start on one node of a cluster
+    (``torchrun --nproc-per-node=N -m module``): torchrun's agent starts the
+    ranks, hands them ``RANK``, ``WORLD_SIZE`` and ``MASTER_ADDR``/``PORT``
+    through its rendezvous store, restarts nothing, and stops them all if
+    one fails. Each rank's output is kept in torchrun's per-rank log files
+    (``--redirects 3``) and returned in rank order.
+
+    torchrun's rendezvous store listens on every network interface, so this
+    runs only inside a loopback-only network namespace (see
+    :mod:`distlib.engines._isolate`); where the machine allows none it
+    raises :class:`PrivateNetworkUnavailable` and the book uses
+    :func:`run_torch`, whose ranks meet through a file instead.
+
+    Parameters
+    ----------
+    module : str
+        A module name (run as ``python -m module``), e.g.
+        ``"distlib.examples.torch_ddp"``.
+    n : int
+        Ranks, ``>= 1``.
+    args : sequence of str
+    timeout : float
+        Seconds before every process of the run is killed.
+    env : dict, optional
+    check : bool
+        Raise :class:`RunError` / :class:`RunTimeout` on failure.
+
+    Returns
+    -------
+    RunResult
+        ``.launcher`` holds torchrun's own messages.
+    """
+    n = check_int("n", n, minimum=1)
+    timeout = check_real("timeout", timeout, minimum=0, strict_min=True)
+    if not isinstance(module, str) or module.endswith(".py") or not re.fullmatch(r"[A-Za-z_][\w.]*", module):
+        raise ValueError(f"module must be a dotted module name such as 'distlib.examples.torch_ddp', got {module!r}")
+    prefix = list(network_prefix())
+    if not prefix:
+        raise PrivateNetworkUnavailable(
+            "torchrun's rendezvous store listens on every network interface, and this machine allows no "
+            "private network namespace (unprivileged user namespaces) to keep it in, so the book does not "
+            "start it here. run_torch starts the same ranks with a file:// rendezvous instead."
+        )
+    run_id = uuid.uuid4().hex
+    workdir = Path(tempfile.mkdtemp(prefix="distlib-torchrun-"))
+    full_env = _base_env(run_id, None)
+    full_env.update({"GLOO_SOCKET_IFNAME": "lo", "NCCL_SOCKET_IFNAME": "lo", "DISTLIB_TIMEOUT": repr(max(1.0, timeout / 2)),
+                     "TORCH_CPP_LOG_LEVEL": "ERROR"})  # fmt: skip  # (no reverse DNS inside the namespace: c10d warns)
+    if env:
+        full_env.update({str(k): str(v) for k, v in env.items()})
+    command = [
+        *prefix, sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={n}",
+        "--log-dir", str(workdir), "--redirects", "3", "-m", module, *map(str, args),
+    ]  # fmt: skip
+    start = time.monotonic()
+    proc = subprocess.Popen(
+        command, env=full_env, start_new_session=True, stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace",
+    )  # fmt: skip
+    timed_out = False
+    try:
+        launcher, _ = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        timed_out = True
+        launcher = ""
+    finally:
+        _kill_run(run_id, [proc])
+
+    def rank_log(r: int, name: str) -> str:
+        found = sorted(workdir.glob(f"*/attempt_*/{r}/{name}.log"))
+        return found[-1].read_text(errors="replace") if found else ""
+
+    result = RunResult(
+        stdout=[rank_log(r, "stdout") for r in range(n)],
+        stderr=[rank_log(r, "stderr") for r in range(n)],
+        launcher=launcher or "",
+        returncodes=[None] * n,
+        returncode=124 if timed_out else proc.returncode,
+        seconds=time.monotonic() - start,
+        command=command,
+        run_id=run_id,
+        network="private",
+    )
+    shutil.rmtree(workdir, ignore_errors=True)
+    if check and timed_out:
+        raise RunTimeout(f"torchrun of {module!r} on {n} ranks did not finish within {timeout:g} s; "
+                         "every process of the run was killed.", result)  # fmt: skip
+    if check and result.returncode != 0:
+        failed = next((r for r in range(n) if "Traceback" in result.stderr[r]), None)
+        detail = _tail(result.stderr[failed]) if failed is not None else _tail(result.launcher)
+        raise RunError(f"torchrun of {module!r} on {n} ranks failed (exit status {result.returncode}); "
+                       f"torchrun stopped every rank.\n{detail}", result, failed)  # fmt: skip
     return result
 
 
