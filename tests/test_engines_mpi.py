@@ -29,7 +29,7 @@ if not _have_mpi():  # pragma: no cover
     pytest.skip("mpi4py / mpiexec not installed (pip install mpi4py mpich)", allow_module_level=True)
 
 
-@pytest.mark.parametrize("p", [2, 3, 4, 5, 8])
+@pytest.mark.parametrize("p", [2, 3, 4, 5, 6, 7, 8])
 def test_book_collectives_match_mpich_builtins(p):
     # Sizes 0, 1, 2, p-1, p, p+1, 2p+3, 13, 1000, 65537 (float64 and int32); every
     # algorithm compared with MPI_Allreduce / Reduce_scatter / Allgatherv bit for bit.
