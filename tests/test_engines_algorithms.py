@@ -27,7 +27,6 @@ from distlib.engines import (
     reduce_scatter,
     run_threads,
 )
-from distlib.engines import algorithms as algorithms_module
 from distlib.engines.algorithms import _bounds
 from distlib.engines.comm import ThreadComm
 
@@ -346,27 +345,3 @@ def test_calibration_with_an_infinite_fitted_bandwidth_still_predicts():
     t = cal.predict("halving_doubling", 2**20)
     assert 0 < t < 1e-3
     assert cal.choose(2**24) == "halving_doubling"
-
-
-@FAST
-@given(p=st.integers(2, 6), n=st.integers(0, 300), seed=st.integers(0, 2**16))
-def test_pipelined_ring_steps_give_the_same_sum(p, n, seed, monkeypatch_module):
-    # Engines that move bytes in the background (gloo) cut each ring step
-    # into pieces and add one while the next arrives. Force that on threads
-    # with tiny pieces: the result must not change.
-    monkeypatch_module.setattr(algorithms_module, "PIPELINE_PIECE_BYTES", 16)
-    X = _data(p, n, seed)
-
-    def work(comm):
-        comm.progresses_in_background = True
-        assert algorithms_module._pieces(comm, X[0], max(1, n // p)) == max(1, min(16, (n // p) * 8 // 16))
-        return allreduce(comm, X[comm.rank].copy(), algorithm="ring")
-
-    for got in run_threads(work, p, timeout=5):
-        np.testing.assert_array_equal(got, X.sum(axis=0))
-
-
-@pytest.fixture(scope="module")
-def monkeypatch_module():
-    with pytest.MonkeyPatch.context() as mp:
-        yield mp

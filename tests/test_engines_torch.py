@@ -21,8 +21,8 @@ pytestmark = [
 
 @pytest.mark.parametrize("p", [2, 3, 5, 8])
 def test_book_collectives_match_gloo_builtins(p):
-    # 65537 float64 elements (512 KiB): the ring's gloo pieces (1 MiB) need more,
-    # so 8 MiB also runs where the chunks are cut into pipelined pieces.
+    # Up to 8 MiB of float64: past every eager limit, and chunks that are not
+    # a whole number of elements per rank.
     sizes = "0,1,2,{},{},13,1000,65537,{}".format(p + 1, 2 * p + 3, 2**20 + 3)
     args = ["--engine", "gloo", "--sizes", sizes, "--dtypes", "float64,int32" if p == 2 else "float64"]
     result = run_torch("distlib.engines.selftest:main", p, args=args, timeout=120)

@@ -315,47 +315,12 @@ def _ring_reduce_scatter(comm, x, bounds, op) -> None:
     p, r = comm.size, comm.rank
     right, left = (r + 1) % p, (r - 1) % p
     tmp = comm.scratch(max(bounds[i + 1] - bounds[i] for i in range(p)), like=x)
-    pieces = _pieces(comm, x, bounds[1] - bounds[0])
     for s in range(p - 1):
         cs, cr = (r - s - 1) % p, (r - s - 2) % p
         incoming = tmp[: bounds[cr + 1] - bounds[cr]]
-        if pieces > 1:
-            _pipelined_step(comm, x[bounds[cs] : bounds[cs + 1]], right, incoming, left,
-                            x[bounds[cr] : bounds[cr + 1]], op, pieces)  # fmt: skip
-            continue
         comm.sendrecv(x[bounds[cs] : bounds[cs + 1]], right, incoming, left)
         if len(incoming):
             comm.combine(x[bounds[cr] : bounds[cr + 1]], incoming, op)
-
-
-PIPELINE_PIECE_BYTES = 1 << 20
-"""Piece size for :func:`_pipelined_step` (engines whose messages move in the background)."""
-
-
-def _pieces(comm, x, chunk: int) -> int:
-    """How many pieces each ring step's chunk travels in: 1 unless the engine moves bytes in the background."""
-    if not getattr(comm, "progresses_in_background", False):
-        return 1
-    return max(1, min(16, chunk * comm.itemsize(x) // PIPELINE_PIECE_BYTES))
-
-
-def _pipelined_step(comm, send, dest, incoming, source, into, op, pieces) -> None:
-    """One reduce-scatter step cut into ``pieces``: add piece ``k`` while later pieces are still arriving.
-
-    Engines such as gloo move messages on a thread of their own, so the
-    additions (a pass over memory as long as the transfer itself) can run
-    while the rest of the chunk is on its way. gloo's own ring all-reduce
-    pipelines the same way. Every piece has its own tag, so the pieces
-    cannot be matched out of order.
-    """
-    sb, rb = _bounds(len(send), pieces), _bounds(len(incoming), pieces)
-    recvs = [(k, comm.irecv(incoming[rb[k] : rb[k + 1]], source, tag=k)) for k in range(pieces)]
-    sends = [comm.isend(send[sb[k] : sb[k + 1]], dest, tag=k) for k in range(pieces)]
-    for k, req in recvs:
-        req.wait()
-        comm.combine(into[rb[k] : rb[k + 1]], incoming[rb[k] : rb[k + 1]], op)
-    for req in sends:
-        req.wait()
 
 
 def _ring_allgather(comm, x, bounds) -> None:

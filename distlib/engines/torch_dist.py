@@ -127,9 +127,6 @@ class TorchComm(Comm):
         self.rank = self.dist.get_rank()
         self.size = self.dist.get_world_size()
         self.engine = str(self.dist.get_backend()).lower()
-        # gloo moves messages on its own threads, so the ring can add one
-        # piece while the next arrives (see algorithms._pipelined_step).
-        self.progresses_in_background = self.engine == "gloo"
         ReduceOp = self.dist.ReduceOp
         self._ops = {"sum": ReduceOp.SUM, "max": ReduceOp.MAX, "min": ReduceOp.MIN}
         if self.engine == "nccl":
