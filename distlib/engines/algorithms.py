@@ -495,14 +495,16 @@ def _rd_allreduce(comm, x, op) -> None:
     IEEE addition is commutative), so every rank ends with bit-identical
     values.
     """
-    r = comm.rank
-    fold = _fold(comm.size, r)
+    fold = _fold(comm.size, comm.rank)
     tmp = comm.scratch(len(x), like=x)
-    _fold_in(comm, x, tmp, fold, op)
+    if fold.folded:
+        _fold_in(comm, x, tmp, fold, op)
+    sendrecv, combine = comm.sendrecv, comm.combine  # the loop is all there is for small messages
     for partner in fold.doubling_partners:
-        comm.sendrecv(x, partner, tmp, partner)
-        comm.combine(x, tmp, op)
-    _fold_out(comm, x, fold)
+        sendrecv(x, partner, tmp, partner)
+        combine(x, tmp, op)
+    if fold.folded:
+        _fold_out(comm, x, fold)
 
 
 def _super_bounds(bounds, fold) -> tuple:
