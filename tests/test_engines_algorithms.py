@@ -345,3 +345,17 @@ def test_calibration_with_an_infinite_fitted_bandwidth_still_predicts():
     t = cal.predict("halving_doubling", 2**20)
     assert 0 < t < 1e-3
     assert cal.choose(2**24) == "halving_doubling"
+
+
+def test_scratch_views_follow_the_buffer_when_it_grows():
+    comm = ThreadComm.__new__(ThreadComm)  # only the buffer helpers are used here
+    like = np.zeros(1, np.float32)
+    a = comm.scratch(4, like)
+    assert comm.scratch(4, like) is a  # the same request hands back the same view
+    big = comm.scratch(100, like)  # grows the buffer: older views must not be reused
+    small = comm.scratch(4, like)
+    assert len(small) == 4 and np.shares_memory(small, big) and not np.shares_memory(small, a)
+    other = comm.scratch(4, np.zeros(1, np.float64))  # another dtype, another buffer
+    assert other.dtype == np.float64 and not np.shares_memory(other, small)
+    comm.free_scratch()
+    assert not np.shares_memory(comm.scratch(4, like), big)

@@ -37,7 +37,8 @@ ranks send goes through it.
 
 Where the kernel allows it, MPI runs also get MPICH's single-copy
 transfers between ranks (``MPIR_CVAR_CH4_CMA_ENABLE=1``; see
-:mod:`distlib.engines._isolate`). Set either variable yourself to override.
+:mod:`distlib.engines._isolate`). ``DISTLIB_MPI_NETNS=0`` and
+``DISTLIB_MPI_CMA=0`` turn either off.
 """
 
 from __future__ import annotations
@@ -656,10 +657,10 @@ def run_torchrun(module: str, n: int, *, args=(), timeout: float = 120.0, env=No
     """Run ``python -m module`` on ``n`` ranks started by PyTorch's own launcher, ``torchrun``.
 
     This is how the module would start on one node of a cluster
-    (``torchrun --nproc-per-node=N -m module``): torchrun's agent starts the
-    ranks, hands them ``RANK``, ``WORLD_SIZE`` and ``MASTER_ADDR``/``PORT``
-    through its rendezvous store, restarts nothing, and stops them all if
-    one fails. Each rank's output is kept in torchrun's per-rank log files
+    (``torchrun --nproc-per-node=N -m module``): torchrun's agent runs a
+    rendezvous, starts the ranks with ``RANK``, ``WORLD_SIZE`` and
+    ``MASTER_ADDR``/``MASTER_PORT`` in their environment, restarts nothing
+    (``--max-restarts`` is 0), and stops them all if one fails. Each rank's output is kept in torchrun's per-rank log files
     (``--redirects 3``) and returned in rank order.
 
     torchrun's rendezvous store listens on every network interface, so this
