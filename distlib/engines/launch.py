@@ -275,6 +275,30 @@ def _kill_run(run_id: str, popens, *, grace: float = 0.0) -> None:
             pass
 
 
+def _run_launcher(command, env, run_id: str, wait: float):
+    """Start one launcher (mpiexec, torchrun) in a session of its own, wait up to ``wait`` s, then stop the whole run.
+
+    Returns ``(what the launcher printed, whether it timed out, the Popen)``.
+    """
+    proc = subprocess.Popen(
+        command, env=env, start_new_session=True, stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace",
+    )  # fmt: skip
+    pieces: list = []
+    reader = threading.Thread(target=lambda: pieces.append(proc.stdout.read()), daemon=True)
+    reader.start()
+    timed_out = False
+    try:
+        try:
+            proc.wait(timeout=wait)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+    finally:
+        _kill_run(run_id, [proc])
+        reader.join(timeout=5)
+    return "".join(p for p in pieces if p), timed_out, proc
+
+
 def _base_env(run_id: str, env) -> dict:
     out = dict(os.environ)
     for key, value in _QUIET_THREADS.items():
@@ -374,23 +398,7 @@ def run_mpi(target, n: int, *, args=(), timeout: float = 60.0, env=None, check: 
         # (`python benchmarks/bench_engines.py`, the 8 KiB row).
         full_env.setdefault("MPIR_CVAR_CH4_IPC_CMA_P2P_THRESHOLD", "16384")
     start = time.monotonic()
-    proc = subprocess.Popen(
-        command, env=full_env, start_new_session=True, stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace",
-    )  # fmt: skip
-    timed_out = False
-    pieces: list = []
-    reader = threading.Thread(target=lambda: pieces.append(proc.stdout.read()), daemon=True)
-    reader.start()
-    try:
-        try:
-            proc.wait(timeout=timeout + 10)  # MPIEXEC_TIMEOUT acts first
-        except subprocess.TimeoutExpired:
-            timed_out = True
-    finally:
-        _kill_run(run_id, [proc])
-        reader.join(timeout=5)
-    launcher = "".join(p for p in pieces if p)
+    launcher, timed_out, proc = _run_launcher(command, full_env, run_id, timeout + 10)  # MPIEXEC_TIMEOUT acts first
     seconds = time.monotonic() - start
     read = lambda path: path.read_text(errors="replace") if path.exists() else ""  # noqa: E731
     result = RunResult(
@@ -711,18 +719,7 @@ def run_torchrun(module: str, n: int, *, args=(), timeout: float = 120.0, env=No
         "--log-dir", str(workdir), "--redirects", "3", "-m", module, *map(str, args),
     ]  # fmt: skip
     start = time.monotonic()
-    proc = subprocess.Popen(
-        command, env=full_env, start_new_session=True, stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace",
-    )  # fmt: skip
-    timed_out = False
-    try:
-        launcher, _ = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        timed_out = True
-        launcher = ""
-    finally:
-        _kill_run(run_id, [proc])
+    launcher, timed_out, proc = _run_launcher(command, full_env, run_id, timeout)
 
     def rank_log(r: int, name: str) -> str:
         found = sorted(workdir.glob(f"*/attempt_*/{r}/{name}.log"))
