@@ -359,3 +359,22 @@ def test_scratch_views_follow_the_buffer_when_it_grows():
     assert other.dtype == np.float64 and not np.shares_memory(other, small)
     comm.free_scratch()
     assert not np.shares_memory(comm.scratch(4, like), big)
+
+
+def test_recursive_doubling_reuses_its_plan_only_for_the_same_buffer_kind():
+    # The communicator remembers the fold and scratch of the last size: calls
+    # of other sizes, dtypes and algorithms in between must not confuse it.
+    calls = [(5, np.float64, "recursive_doubling"), (7, np.float64, "recursive_doubling"),
+             (7, np.float64, "ring"), (5, np.int32, "recursive_doubling"), (5, np.float64, "recursive_doubling"),
+             (1000, np.float64, "recursive_doubling"), (5, np.float64, "recursive_doubling")]  # fmt: skip
+
+    def work(comm):
+        out = []
+        for n, dtype, algorithm in calls:
+            x = (np.arange(n) + comm.rank).astype(dtype)
+            out.append(allreduce(comm, x, algorithm=algorithm))
+        return out
+
+    for per_rank in run_threads(work, 3):
+        for (n, dtype, algorithm), got in zip(calls, per_rank):
+            assert got.dtype == dtype and got.tolist() == (3 * np.arange(n) + 3).tolist(), (n, dtype, algorithm)

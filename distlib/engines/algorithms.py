@@ -495,11 +495,17 @@ def _rd_allreduce(comm, x, op) -> None:
     IEEE addition is commutative), so every rank ends with bit-identical
     values.
     """
-    fold = _fold(comm.size, comm.rank)
-    tmp = comm.scratch(len(x), like=x)
+    # Small messages are all overhead: keep this size's fold and scratch view
+    # on the communicator, so a repeated call goes straight to the loop even
+    # when other algorithms use the scratch space in between.
+    plan = comm.__dict__.get("_rd_plan")
+    if plan is None or plan[0] != len(x) or plan[1] is not x.dtype or plan[2] != getattr(x, "device", None):
+        plan = comm._rd_plan = (len(x), x.dtype, getattr(x, "device", None),
+                                _fold(comm.size, comm.rank), comm.scratch(len(x), like=x))  # fmt: skip
+    fold, tmp = plan[3], plan[4]
     if fold.folded:
         _fold_in(comm, x, tmp, fold, op)
-    sendrecv, combine = comm.sendrecv, comm.combine  # the loop is all there is for small messages
+    sendrecv, combine = comm.sendrecv, comm.combine
     for partner in fold.doubling_partners:
         sendrecv(x, partner, tmp, partner)
         combine(x, tmp, op)

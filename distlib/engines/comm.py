@@ -180,7 +180,7 @@ class Comm:
 
     def free_scratch(self) -> None:
         """Drop the buffers kept by :meth:`scratch`."""
-        for name in ("_scratch", "_scratch_views", "_scratch_last"):
+        for name in ("_scratch", "_scratch_views", "_scratch_last", "_rd_plan"):
             self.__dict__.pop(name, None)
 
     def copy(self, buf):
