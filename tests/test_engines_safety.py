@@ -193,6 +193,13 @@ def test_run_torch_kills_detached_grandchildren(tmp_path):
 # Nothing listens beyond this machine
 
 
+def _needs_private_network(what: str):
+    from distlib.engines._isolate import network_prefix
+
+    if not network_prefix():
+        pytest.skip(f"{what} listens on every interface and this machine allows no user namespace to hide it in")
+
+
 def _listening(pid: int) -> list:
     """(address, port, namespace interfaces) of each TCP socket ``pid`` holds in LISTEN state, read from /proc."""
     inodes = set()
@@ -219,10 +226,7 @@ def _listening(pid: int) -> list:
 @needs_mpi
 @pytest.mark.skipif(not os.path.isdir("/proc/self/net"), reason="needs Linux /proc")
 def test_an_mpi_run_cannot_be_reached_from_outside_the_machine(tmp_path):
-    from distlib.engines._isolate import network_prefix
-
-    if not network_prefix():
-        pytest.skip("Hydra binds 0.0.0.0 and this machine allows no user namespace to hide it in")
+    _needs_private_network("Hydra's control port")
     script = tmp_path / "sleeper.py"
     script.write_text("import time\nfrom mpi4py import MPI\nMPI.COMM_WORLD.Barrier()\ntime.sleep(4)\n")
     seen, done = [], []
@@ -259,16 +263,9 @@ def test_an_mpi_run_cannot_be_reached_from_outside_the_machine(tmp_path):
 # torchrun: the launcher a cluster would use, run the same way here
 
 
-def _needs_private_network():
-    from distlib.engines._isolate import network_prefix
-
-    if not network_prefix():
-        pytest.skip("torchrun's store listens on every interface and this machine allows no user namespace to hide it in")
-
-
 @needs_torch
 def test_the_ddp_example_runs_unchanged_under_torchrun():
-    _needs_private_network()
+    _needs_private_network("torchrun's rendezvous store")
     from distlib.engines import run_torchrun
 
     result = run_torchrun("distlib.examples.torch_ddp", 2, args=["--steps", "10"], timeout=120)
@@ -281,7 +278,7 @@ def test_the_ddp_example_runs_unchanged_under_torchrun():
 @needs_torch
 @pytest.mark.parametrize("mode", ["kill", "hang"])
 def test_torchrun_stops_every_rank_when_one_fails(mode):
-    _needs_private_network()
+    _needs_private_network("torchrun's rendezvous store")
     from distlib.engines import run_torchrun
 
     start = time.monotonic()

@@ -253,21 +253,15 @@ def choose_algorithm(comm, n_bytes) -> str:
     fit on the communicator object.
     """
     state = comm.__dict__
+    cal = state.get("_distlib_calibration")
     memo = state.get("_distlib_choices")
-    if memo is not None and memo.get("calibration") is state.get("_distlib_calibration"):
-        choice = memo.get(n_bytes)  # every call after the first for this size ends here
-        if choice is not None:
-            return choice
+    if cal is not None and memo is not None and memo.get("calibration") is cal and n_bytes in memo:
+        return memo[n_bytes]  # every call after the first for this size ends here
     if comm.size == 1:
         return "ring"
-    cal = getattr(comm, "_distlib_calibration", None)
     if cal is None:
-        cal = calibrate(comm)
-        comm._distlib_calibration = cal
-    memo = comm.__dict__.setdefault("_distlib_choices", {})
-    if memo.get("calibration") is not cal:  # a new fit invalidates old choices
-        memo.clear()
-        memo["calibration"] = cal
-    if n_bytes not in memo:
-        memo[n_bytes] = cal.choose(n_bytes)
+        cal = state["_distlib_calibration"] = calibrate(comm)
+    if memo is None or memo.get("calibration") is not cal:  # a new fit invalidates old choices
+        memo = state["_distlib_choices"] = {"calibration": cal}
+    memo[n_bytes] = cal.choose(n_bytes)
     return memo[n_bytes]
