@@ -638,22 +638,9 @@ def _bucket(g: np.ndarray, cap: float, first: float, rule: str) -> tuple:
 
 
 def _allreduce_model(algorithm):
-    """``f(n_bytes, p, alpha, bandwidth)``: all-reduce seconds.
+    """``f(n_bytes, p, alpha, bandwidth)``: all-reduce seconds from :func:`distlib.collectives.collective_time`."""
+    from .collectives import collective_time
 
-    Uses :func:`distlib.collectives.collective_time` when that module is
-    present; otherwise the ring formula of :func:`distlib.cluster.ring_allreduce_time`
-    (the same alpha-beta ring model).
-    """
-    try:
-        from .collectives import collective_time
-    except ModuleNotFoundError as exc:  # the cost-model module is optional here
-        if exc.name != f"{__package__}.collectives":
-            raise
-        if algorithm != "ring":
-            raise ValueError(f"algorithm={algorithm!r} needs distlib.collectives; only 'ring' is available") from None
-        from .cluster import ring_allreduce_time
-
-        return lambda n_bytes, p, alpha, bandwidth: ring_allreduce_time(n_bytes, p, bandwidth=bandwidth, alpha=alpha)
     return lambda n_bytes, p, alpha, bandwidth: collective_time(
         "allreduce", n_bytes, p, alpha=alpha, bandwidth=bandwidth, algorithm=algorithm)
 
