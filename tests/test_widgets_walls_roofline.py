@@ -108,7 +108,7 @@ def test_plot_memory_breakdown_draws_zero_stages_and_hbm():
     ax = _axes()
     bars = plot_memory_breakdown(ax, w)
     assert [t.get_text() for t in ax.get_xticklabels()] == ["ZeRO-0", "ZeRO-1", "ZeRO-2", "ZeRO-3"]
-    assert bars.hbm_line.get_ydata()[0] == pytest.approx(80.0)  # GB
+    assert bars.hbm_line.get_ydata()[0] == pytest.approx(dl.accelerator("H100").hbm_bytes / 1e9)  # GB
     assert bars.outline.get_visible() and bars.outline.get_x() == pytest.approx(2 - 0.3)
     # segment tops add up to each stage's total (GB)
     tops = {}
