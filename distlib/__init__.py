@@ -45,7 +45,7 @@ from .overlap import (Event, OverlapTimeline, overlap_timeline, overlap_speedup_
 from .measure_overlap import DDPComparison, compare_ddp, fit_allreduce, parse_json_line
 
 # shown numbers and notebook helpers
-from .fmt import Text, si, fmt_bytes, fmt_seconds, fmt_rate, fmt_flops
+from .fmt import Text, si, fmt_bytes, fmt_seconds, fmt_rate, fmt_flops, fmt_share
 from .notebook import glue, in_colab
 
 __version__ = "0.1.0"

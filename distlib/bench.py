@@ -499,14 +499,16 @@ def _bench_argv(*, engine, ranks, algorithms, dtype, min_bytes, max_bytes, step_
 
 
 def run_bench(*, engine="mpi", ranks=2, algorithms=("ring",), dtype="float32", min_bytes=8, max_bytes="64M",
-              step_factor=2.0, iters=20, warmup=5, recalibrate=False, check=True, timeout=600.0) -> BenchResult:
+              step_factor=2.0, iters=20, warmup=5, recalibrate=False, check=True, timeout=600.0,
+              env=None) -> BenchResult:
     """Launch ``python -m distlib.bench`` on ``ranks`` processes and return its :class:`BenchResult`.
 
     The notebooks' entry: the ranks run in their own processes (started with
     ``mpiexec`` for ``engine="mpi"``, by torch's launcher for ``gloo``/``nccl``)
     and this process reads their ``--json`` output back, typed. Sizes accept
     nccl-tests' suffixes (``"2M"``). ``engine="nccl"`` without enough GPUs
-    raises ``RuntimeError`` saying so.
+    raises ``RuntimeError`` saying so. ``env`` adds environment variables for
+    the ranks (e.g. ``DISTLIB_CACHE_DIR`` for a fresh ``auto`` fit).
     """
     import subprocess
 
@@ -519,7 +521,7 @@ def run_bench(*, engine="mpi", ranks=2, algorithms=("ring",), dtype="float32", m
                        max_bytes=max_bytes, step_factor=step_factor, iters=iters, warmup=warmup,
                        recalibrate=recalibrate, check=check, timeout=timeout)
     proc = subprocess.run([sys.executable, "-m", "distlib.bench", *argv], capture_output=True, text=True,
-                          timeout=timeout + 60)
+                          timeout=timeout + 60, env={**os.environ, **(env or {})})
     if proc.returncode != 0 or "SKIPPED" in proc.stdout or "{" not in proc.stdout:
         raise RuntimeError(f"python -m distlib.bench {' '.join(argv)} failed (status {proc.returncode}):\n"
                            f"{(proc.stdout + proc.stderr)[-2000:]}")
