@@ -278,7 +278,8 @@ class GpuCluster:
         """One line naming the cluster, e.g. for a table caption."""
         text = f"{self.nodes} x {self.gpus_per_node} {self.accelerator.name}"
         if self.nodes > 1:
-            text += f", {self.nics} NICs = {self.nic_bandwidth * 8 / 1e9:.0f} Gb/s per node ({self.network})"
+            nics = f"{self.nics} NIC" + ("s" if self.nics > 1 else "")
+            text += f", {nics} = {self.nic_bandwidth * 8 / 1e9:.0f} Gb/s per node ({self.network})"
         return text + (", NVLS" if self.nvls else "") + (", SHARP" if self.sharp else "")
 
 

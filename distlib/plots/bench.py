@@ -66,24 +66,27 @@ def plot_bench(ax, result: BenchResult, *, quantity="busbw", algorithms=None, bu
     return lines
 
 
-def plot_predicted_table(ax, predictions, published=(), *, label="cluster model") -> dict:
+def plot_predicted_table(ax, predictions, published=(), *, label="cluster model", color="#1f77b4") -> dict:
     """Predicted busbw over sizes (a list of :class:`distlib.Prediction`) and published points.
 
-    ``published`` holds :class:`distlib.PublishedResult` rows measured on the
-    same cluster (busbw rows only); each is drawn as a marker with its error
-    against the prediction at its size written beside it.
+    ``published`` holds :class:`distlib.PublishedResult` busbw rows; each is
+    drawn as a marker in ``color`` and labelled with the model's error for
+    *its own* cluster and forced algorithm (which may differ from the curve's,
+    e.g. NVLS off), so call this once per curve with the rows that match it.
     """
+    from ..gpu_cluster import predict
+
     sizes = np.array([p.n_bytes for p in predictions], dtype=float)
     busbw = np.array([p.busbw for p in predictions]) / 1e9
-    (line,) = ax.plot(sizes, busbw, "-", color="#1f77b4", lw=1.5, label=label)
+    (line,) = ax.plot(sizes, busbw, "-", color=color, lw=1.5, label=label)
     marks = []
-    for r in published:
+    for k, r in enumerate(published):
         if r.time is not None or r.busbw <= 0:
             continue
-        pred = np.interp(np.log(r.n_bytes), np.log(sizes), busbw)
-        marks.append(ax.plot([r.n_bytes], [r.busbw / 1e9], "kD", ms=5)[0])
-        ax.annotate(f"{r.id}: {pred / (r.busbw / 1e9) - 1:+.0%}", (r.n_bytes, r.busbw / 1e9), fontsize=7,
-                    xytext=(-4, 4), textcoords="offset points", ha="right")
+        pred = predict(r.collective, r.n_bytes, r.cluster(), algorithm=r.algorithm).busbw
+        marks.append(ax.plot([r.n_bytes], [r.busbw / 1e9], "D", color=color, mec="k", ms=5)[0])
+        ax.annotate(f"{pred / r.busbw - 1:+.0%}", (r.n_bytes, r.busbw / 1e9), fontsize=7,
+                    xytext=(-6, -10 if k % 2 else 3), textcoords="offset points", ha="right")
     ax.set_xscale("log")
     format_bytes_axis(ax.xaxis)
     ax.set_xlabel("buffer per rank")
