@@ -152,3 +152,14 @@ def test_plot_roofline_marks_ridges_operations_and_measurements():
     assert len(one["roofs"]) == 1
     with pytest.raises(TypeError, match="measured item"):
         plot_roofline(_axes(), "A100", measured=[object()])
+
+
+def test_walls_widget_times_communication_with_the_cluster_model():
+    from distlib.widgets.walls import WallsWidget
+
+    wdg = WallsWidget(params=7e9, tokens=1e12, accelerator="H100", chips=8)
+    wdg.chips_dropdown.value = max(wdg.chips_dropdown.options)  # many nodes: the network, not NVLink
+    r = wdg.update()
+    assert r.cluster is not None and r.cluster.nodes > 1
+    assert r.link_bandwidth < dl.accelerator("H100").link_bandwidth
+    assert "NCCL reaching" in wdg.summary.value
