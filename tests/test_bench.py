@@ -163,12 +163,16 @@ def test_typed_library_entry_launches_and_reads_back():
     (["-g", "2"], "one GPU per process"),
     (["broadcast"], "only allreduce"),
 ])
-def test_bench_refuses_what_it_cannot_run_and_says_why(args, message):
+def test_bench_refuses_what_it_cannot_run_and_says_why(args, message, capsys):
+    from distlib.bench import main
+
     base = ["allreduce", "--engine", "mpi"]
     if args[0] == "broadcast":
         base, args = ["broadcast", "--engine", "mpi"], []
-    out = _run(base + args)
-    assert out.returncode != 0 and message in out.stderr
+    with pytest.raises(SystemExit) as exc:  # in-process: argparse and _check_cli stop before any rank starts
+        main(base + args)
+    assert exc.value.code != 0
+    assert message in capsys.readouterr().err + str(exc.value.code)
 
 
 def test_bench_rejects_unknown_algorithm():
