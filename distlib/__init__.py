@@ -29,7 +29,13 @@ from .topology import (TOPOLOGY_KINDS, H100_NVLINK_BANDWIDTH, NDR_NIC_BANDWIDTH,
 from .collectives import (COLLECTIVES, ALGORITHMS, ALLREDUCE_ALGORITHMS, p2p_time, cost_coefficients, collective_time,
                           bandwidth_lower_bound, fastest_algorithm, crossover_size, Regime, regime, bus_factor,
                           bus_bandwidth, algorithm_bandwidth, in_network_allreduce_time, fit_alpha_beta, FitReport,
-                          fit_report, NcclTable, load_nccl_table, check_nccl_table)
+                          fit_report, NcclTable, load_nccl_table, check_nccl_table, canonical_collective,
+                          alpha_beta_time, COLLECTIVE_ALIASES)
+
+# chapters 2 and 7: a real GPU cluster and what NCCL does on it
+from .gpu_cluster import (NETWORKS, NCCL_ALGORITHMS, NCCL_PROTOCOLS, Calibration, calibration, GpuCluster,
+                          gpu_cluster, Candidate, Prediction, predict, predict_busbw, predict_time, predict_table,
+                          step_allreduce_time, PublishedResult, published_results)
 
 # chapter 8: communication hiding
 from .overlap import (Event, OverlapTimeline, overlap_timeline, overlap_speedup_bound, layerwise_closed_form,
@@ -39,7 +45,7 @@ from .overlap import (Event, OverlapTimeline, overlap_timeline, overlap_speedup_
 from .measure_overlap import DDPComparison, compare_ddp, fit_allreduce, parse_json_line
 
 # shown numbers and notebook helpers
-from .fmt import Text, si, fmt_bytes, fmt_seconds, fmt_rate, fmt_flops
+from .fmt import Text, si, fmt_bytes, fmt_seconds, fmt_rate, fmt_flops, fmt_share
 from .notebook import glue, in_colab
 
 __version__ = "0.1.0"

@@ -7,22 +7,34 @@
     python -m distlib.bench allreduce --engine nccl --ranks 8 -b 8 -e 1G -f 2
     python -m distlib.bench allreduce --engine mpi --ranks 2 --algorithms tree,hd,auto --json
 
+It speaks nccl-tests: ``all_reduce`` or ``allreduce``; ``-b/-e/-f`` sizes,
+``-n/--iters``, ``-w/--warmup_iters``, ``-d float|double|int32`` (``half`` and
+``bfloat16`` are recognised and refused with the reason), ``-o sum``,
+``-g 1`` (one GPU per process), ``-c 0|1`` (check the results or not); the
+table has nccl-tests' ``size count type redop root`` columns, then per
+algorithm ``time algbw busbw #wrong``, and ends with nccl-tests'
+``# Out of bounds values`` and ``# Avg bus bandwidth`` lines (of the built-in
+all-reduce), so log parsers written for ``all_reduce_perf`` read it.
+
 For every buffer size (``-b`` to ``-e``, multiplied by ``-f`` each time; the
 suffixes K, M, G are powers of 1024, as in nccl-tests) the engine's built-in
 all-reduce and the book's algorithms (:mod:`distlib.engines.algorithms`)
 run on the same engine and the same data. Columns, per algorithm:
 
 ``time``
-    median microseconds of one all-reduce (slowest rank; see
-    :mod:`distlib.engines.timing`);
+    the **median** microseconds of one all-reduce over the timed samples
+    (each sample the slowest rank's; see :mod:`distlib.engines.timing`).
+    nccl-tests prints the *mean* over its iterations instead; the median
+    is steadier on a shared machine;
 ``algbw``
     ``size / time`` in GB/s (1 GB = 1e9 bytes);
 ``busbw``
     ``algbw * 2 (p - 1) / p``, comparable with a link's one-direction
     bandwidth (:func:`distlib.bus_bandwidth`);
-``wrong``
-    elements that differ from the exact sum (``ok`` if none): the data are
-    small integers, so every correct algorithm gives the exact result;
+``#wrong``
+    elements that differ from the exact sum (0 if none; ``N/A`` with
+    ``-c 0``): the data are small integers, so every correct algorithm
+    gives the exact result;
 ``/builtin``
     the book algorithm's time divided by the built-in's (below 1: faster).
 
@@ -43,8 +55,10 @@ import json
 import os
 import sys
 import time
+from dataclasses import asdict, dataclass, field
 
-__all__ = ["main", "parse_size", "sizes", "format_table", "ALGORITHM_NAMES"]
+__all__ = ["main", "parse_size", "sizes", "format_table", "ALGORITHM_NAMES", "DTYPE_NAMES", "Timing", "BenchRow",
+           "BenchResult", "run_sweep", "run_bench"]
 
 ALGORITHM_NAMES = {"ring": "ring", "tree": "tree", "hd": "halving_doubling", "halving_doubling": "halving_doubling",
                    "rd": "recursive_doubling", "recursive_doubling": "recursive_doubling", "auto": "auto"}  # fmt: skip
@@ -52,6 +66,112 @@ ALGORITHM_NAMES = {"ring": "ring", "tree": "tree", "hd": "halving_doubling", "ha
 
 _SHORT = {"halving_doubling": "hd", "recursive_doubling": "rd"}
 _DTYPE_NAMES = {"float32": "float", "float64": "double", "int32": "int32"}
+DTYPE_NAMES = {"float": "float32", "float32": "float32", "double": "float64", "float64": "float64", "int32": "int32",
+               "int": "int32", "half": "float16", "float16": "float16", "bfloat16": "bfloat16"}  # fmt: skip
+"""``-d`` spellings (nccl-tests' and NumPy's) -> the engines' dtype names."""
+_UNSUPPORTED_DTYPES = ("float16", "bfloat16")
+
+
+@dataclass(frozen=True)
+class Timing:
+    """One algorithm at one size (SI units).
+
+    ``seconds`` is the median over the timed samples; ``algbw``/``busbw`` in
+    bytes/s (``None`` when the time is 0); ``wrong`` elements off the exact
+    sum (``None`` when not checked); ``ratio`` the time over the built-in's;
+    ``choice`` what ``auto`` picked.
+    """
+
+    seconds: float
+    algbw: float | None
+    busbw: float | None
+    wrong: int | None
+    batch: int = 1
+    ratio: float | None = None
+    choice: str | None = None
+
+
+@dataclass(frozen=True)
+class BenchRow:
+    """One size of the sweep: ``results`` maps algorithm name -> :class:`Timing`."""
+
+    n_bytes: int
+    count: int
+    dtype: str
+    results: dict
+
+
+@dataclass(frozen=True)
+class BenchResult:
+    """What ``python -m distlib.bench`` measured, typed.
+
+    ``algorithms`` starts with ``"builtin"`` (the engine's own all-reduce).
+    :meth:`to_dict` gives the ``--json`` form, :meth:`from_dict` reads it
+    back; :meth:`column` pulls one quantity of one algorithm over the sizes.
+    """
+
+    collective: str
+    engine: str
+    p: int
+    dtype: str
+    iters: int
+    warmup: int
+    algorithms: tuple
+    memcpy_bandwidth: float | None
+    transport: str
+    calibration: dict | None
+    rows: tuple
+    statistic: str = "median"
+    redop: str = "sum"
+    check: bool = True
+
+    @property
+    def sizes(self) -> list:
+        """Buffer sizes in bytes, one per row."""
+        return [row.n_bytes for row in self.rows]
+
+    def column(self, algorithm: str, quantity: str = "seconds") -> list:
+        """``quantity`` (a :class:`Timing` field) of ``algorithm`` over the sizes."""
+        if algorithm not in self.algorithms:
+            raise ValueError(f"algorithm must be one of {', '.join(self.algorithms)}; got {algorithm!r}")
+        return [getattr(row.results[algorithm], quantity) for row in self.rows]
+
+    def wrong_total(self, algorithm: str | None = None) -> int:
+        """Wrong elements summed over the sizes (and over algorithms, if none is named)."""
+        names = self.algorithms if algorithm is None else (algorithm,)
+        return sum(row.results[a].wrong or 0 for row in self.rows for a in names)
+
+    def avg_busbw(self, algorithm: str = "builtin") -> float:
+        """Mean busbw over the sizes, bytes/s: nccl-tests' ``# Avg bus bandwidth``."""
+        bus = [b for b in self.column(algorithm, "busbw") if b]
+        return sum(bus) / len(bus) if bus else 0.0
+
+    def to_dict(self) -> dict:
+        """The JSON form (``--json``)."""
+        out = asdict(self)
+        out["algorithms"] = list(self.algorithms)
+        out["rows"] = [{"n_bytes": r.n_bytes, "count": r.count, "dtype": r.dtype,
+                        "results": {k: asdict(v) for k, v in r.results.items()}} for r in self.rows]
+        return out
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "BenchResult":
+        """Read the JSON form back (older outputs without the newer keys included)."""
+        rows = tuple(BenchRow(int(r["n_bytes"]), int(r["count"]), r["dtype"],
+                              {k: Timing(**{f: v.get(f) for f in Timing.__dataclass_fields__ if f in v})
+                               for k, v in r["results"].items()}) for r in data["rows"])
+        keys = {f for f in cls.__dataclass_fields__} - {"rows", "algorithms"}
+        kw = {k: data[k] for k in keys if k in data}
+        kw.setdefault("transport", "not recorded")
+        return cls(algorithms=tuple(data["algorithms"]), rows=rows, **kw)
+
+    @classmethod
+    def from_json(cls, text: str) -> "BenchResult":
+        """Parse ``--json`` output (leading progress or log lines before the object are skipped)."""
+        start = text.find("{")
+        if start < 0:
+            raise ValueError("no JSON object in the benchmark's output")
+        return cls.from_dict(json.loads(text[start:]))
 
 
 def parse_size(text: str) -> int:
@@ -94,21 +214,64 @@ def _parser() -> argparse.ArgumentParser:
         prog="python -m distlib.bench",
         description="nccl-tests style all-reduce benchmark: the engine's built-in against the book's algorithms.",
     )
-    parser.add_argument("collective", choices=["allreduce"], help="the collective to time (allreduce)")
+    parser.add_argument("collective", type=_collective, help="the collective to time: allreduce (or all_reduce)")
     parser.add_argument("--engine", choices=["mpi", "gloo", "nccl"], required=True)
     parser.add_argument("--ranks", type=int, default=None, help="ranks to start (gloo/nccl: default 2; mpi: start mpiexec)")
     parser.add_argument("-b", "--minbytes", type=parse_size, default=parse_size("8"), help="smallest size (default 8)")
     parser.add_argument("-e", "--maxbytes", type=parse_size, default=parse_size("64M"), help="largest size (default 64M)")
     parser.add_argument("-f", "--stepfactor", type=float, default=2.0, help="size multiplier (default 2)")
     parser.add_argument("--algorithms", default="ring", help="book algorithms, comma-separated: ring,tree,hd,rd,auto (default ring)")
-    parser.add_argument("-d", "--dtype", choices=list(_DTYPE_NAMES), default="float32")
+    parser.add_argument("-d", "--datatype", "--dtype", dest="dtype", type=_dtype, default="float32",
+                        help="float, double or int32 (float32/float64 also accepted; default float)")
+    parser.add_argument("-o", "--op", default="sum", help="reduction: sum (the only one the engines run)")
+    parser.add_argument("-g", "--ngpus", type=int, default=1, help="GPUs per process: 1 (one rank per GPU)")
+    parser.add_argument("-c", "--check", type=int, choices=[0, 1], default=1,
+                        help="1: count wrong elements (default); 0: skip the check (#wrong shows N/A)")
     parser.add_argument("-n", "--iters", type=int, default=20, help="timed samples per size (default 20)")
-    parser.add_argument("-w", "--warmup", type=int, default=5, help="untimed calls per size (default 5)")
+    parser.add_argument("-w", "--warmup_iters", "--warmup", dest="warmup", type=int, default=5,
+                        help="untimed calls per size (default 5)")
     parser.add_argument("--json", action="store_true", help="print the results as JSON instead of a table")
     parser.add_argument("--recalibrate", action="store_true", help="measure auto's alpha-beta fit afresh (ignore the cache)")
     parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     parser.add_argument("--timeout", type=float, default=600.0, help="seconds before a launched run is killed")
     return parser
+
+
+def _collective(text: str) -> str:
+    from distlib.collectives import canonical_collective
+
+    name = canonical_collective(text)
+    if name != "allreduce":
+        raise argparse.ArgumentTypeError(f"only allreduce (all_reduce) is benchmarked, got {text!r}")
+    return name
+
+
+def _dtype(text: str) -> str:
+    name = DTYPE_NAMES.get(str(text).strip().lower())
+    if name is None:
+        raise argparse.ArgumentTypeError(f"unknown type {text!r}; choose float, double or int32")
+    if name in _UNSUPPORTED_DTYPES:
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: the engines time float, double and int32 only (NumPy, which MPI ranks reduce with, has no "
+            "bfloat16, and 16-bit sums of the check pattern would not be exact); use -d float")
+    return name
+
+
+def _check_cli(ns) -> None:
+    """Options nccl-tests has that the engines accept only one value of."""
+    if ns.op != "sum":
+        raise SystemExit(f"-o/--op: only sum is run, got {ns.op!r}")
+    if ns.ngpus != 1:
+        raise SystemExit(f"-g/--ngpus: one GPU per process only (start more ranks with --ranks), got {ns.ngpus}")
+    if ns.iters < 1 or ns.warmup < 0:
+        raise SystemExit(f"-n must be >= 1 and -w >= 0, got -n {ns.iters} -w {ns.warmup}")
+
+
+def _sweep_kwargs(ns) -> dict:
+    """The keyword arguments of :func:`run_sweep` from parsed command-line options."""
+    return dict(algorithms=_algorithms(ns.algorithms), dtype=ns.dtype, min_bytes=ns.minbytes, max_bytes=ns.maxbytes,
+                step_factor=ns.stepfactor, iters=ns.iters, warmup=ns.warmup, recalibrate=ns.recalibrate,
+                check=bool(ns.check))
 
 
 def _algorithms(text: str) -> list:
@@ -130,60 +293,69 @@ def _under_mpiexec() -> bool:
 # ----------------------------------------------------------------------------
 
 
-def run_sweep(comm, ns, *, progress=None) -> dict:
-    """Time every size and algorithm on ``comm``; the same dict on every rank."""
+def run_sweep(comm, *, algorithms=("ring",), dtype="float32", min_bytes=8, max_bytes=64 * 2**20, step_factor=2.0,
+              iters=20, warmup=5, recalibrate=False, check=True, progress=None) -> BenchResult:
+    """Time every size and algorithm on ``comm``; the same :class:`BenchResult` on every rank.
+
+    Parameters
+    ----------
+    comm : distlib.engines communicator
+    algorithms : sequence of str
+        Book algorithms besides the built-in (``ring``, ``tree``,
+        ``halving_doubling``, ``recursive_doubling``, ``auto``; short names
+        ``hd``/``rd`` accepted).
+    dtype : str
+        ``float32``, ``float64`` or ``int32`` (or nccl-tests' ``float``/``double``).
+    min_bytes, max_bytes, step_factor : sizes as ``-b``, ``-e``, ``-f``.
+    iters, warmup : timed samples and untimed calls per size.
+    recalibrate : bool
+        Measure ``auto``'s alpha-beta fit afresh.
+    check : bool
+        Count wrong elements (``False``: ``Timing.wrong`` is ``None``).
+    progress : callable, optional
+        ``progress(done, total, n_bytes, elapsed)`` after each size.
+    """
     from distlib.engines.timing import compare_allreduce
     from distlib.engines.tuner import calibrate
 
-    algorithms = _algorithms(ns.algorithms)
-    itemsize = {"float32": 4, "float64": 8, "int32": 4}[ns.dtype]
-    todo = sizes(ns.minbytes, ns.maxbytes, ns.stepfactor)
+    algorithms = _algorithms(",".join(algorithms) if not isinstance(algorithms, str) else algorithms)
+    dtype = _dtype(dtype)
+    itemsize = {"float32": 4, "float64": 8, "int32": 4}[dtype]
+    todo = sizes(min_bytes, max_bytes, step_factor)
     comm.barrier()
     membw = _reference_bandwidth(comm) if comm.rank == 0 else None  # the others wait in the barrier
     membw = comm.bcast_object(membw)
     calibration = None
     if "auto" in algorithms and comm.size > 1:
-        calibration = calibrate(comm, refresh=ns.recalibrate)
+        calibration = calibrate(comm, refresh=recalibrate)
         comm._distlib_calibration = calibration
     rows = []
     start = time.monotonic()
     for k, n_bytes in enumerate(todo):
         count = n_bytes // itemsize
-        results = {}
         # Samples of at least 1 ms: a barrier's exit skew (a few us) then
         # spreads over dozens of small calls instead of a handful.
-        timings = compare_allreduce(comm, count, ["builtin"] + algorithms, dtype=ns.dtype, iters=ns.iters,
-                                    warmup=ns.warmup, min_sample=1e-3)  # fmt: skip
+        timings = compare_allreduce(comm, count, ["builtin"] + algorithms, dtype=dtype, iters=iters,
+                                    warmup=warmup, check=check, min_sample=1e-3)  # fmt: skip
+        base = timings["builtin"].seconds
+        results = {}
         for name, timing in timings.items():
-            entry = {
-                "seconds": timing.seconds,
-                "algbw": count * itemsize / timing.seconds if timing.seconds > 0 else None,
-                "busbw": _busbw(count * itemsize, comm.size, timing.seconds),
-                "wrong": timing.wrong,
-                "batch": timing.batch,
-            }
-            if name == "auto":
-                entry["choice"] = calibration.choose(count * itemsize) if calibration else "ring"
-            results[name] = entry
-        for name in algorithms:
-            base = results["builtin"]["seconds"]
-            results[name]["ratio"] = results[name]["seconds"] / base if base > 0 else None
-        rows.append({"n_bytes": count * itemsize, "count": count, "dtype": ns.dtype, "results": results})
+            results[name] = Timing(
+                seconds=timing.seconds,
+                algbw=count * itemsize / timing.seconds if timing.seconds > 0 else None,
+                busbw=_busbw(count * itemsize, comm.size, timing.seconds),
+                wrong=timing.wrong if check else None,
+                batch=timing.batch,
+                ratio=(timing.seconds / base if base > 0 else None) if name != "builtin" else None,
+                choice=(calibration.choose(count * itemsize) if calibration else "ring") if name == "auto" else None,
+            )
+        rows.append(BenchRow(count * itemsize, count, dtype, results))
         if progress is not None:
             progress(k + 1, len(todo), count * itemsize, time.monotonic() - start)
-    return {
-        "collective": "allreduce",
-        "engine": comm.engine,
-        "p": comm.size,
-        "dtype": ns.dtype,
-        "iters": ns.iters,
-        "warmup": ns.warmup,
-        "algorithms": ["builtin"] + algorithms,
-        "memcpy_bandwidth": membw,
-        "transport": _transport(comm),
-        "calibration": calibration.to_dict() if calibration else None,
-        "rows": rows,
-    }
+    return BenchResult(
+        collective="allreduce", engine=comm.engine, p=comm.size, dtype=dtype, iters=iters, warmup=warmup,
+        algorithms=tuple(["builtin"] + algorithms), memcpy_bandwidth=membw, transport=_transport(comm),
+        calibration=calibration.to_dict() if calibration else None, rows=tuple(rows), check=bool(check))
 
 
 def _transport(comm) -> str:
@@ -236,70 +408,124 @@ def _progress_printer(enabled: bool):
     return show
 
 
-def format_table(result: dict) -> str:
-    """The nccl-tests style text table of a :func:`run_sweep` result."""
+def format_table(result) -> str:
+    """The nccl-tests style text table of a :class:`BenchResult` (or its ``to_dict()`` form).
+
+    Columns as ``all_reduce_perf`` prints them (``size count type redop root``,
+    then ``time algbw busbw #wrong``), one group per algorithm, the built-in
+    first; the book's algorithms add ``/builtin`` (time over the built-in's)
+    and ``auto`` its ``choice``. The footer carries nccl-tests' lines
+    ``# Out of bounds values : 0 OK`` and ``# Avg bus bandwidth    : x`` (GB/s,
+    the built-in's mean over the sizes), then one average per algorithm.
+    """
     from distlib.fmt import fmt_rate
 
-    names = result["algorithms"]
-    p = result["p"]
+    if isinstance(result, dict):
+        result = BenchResult.from_dict(result)
+    names = result.algorithms
+    p = result.p
     out = [
-        f"# distlib.bench {result['collective']}: engine {result['engine']}, p = {p} ranks, "
-        f"dtype {result['dtype']}, {result['iters']} timed samples (median) after {result['warmup']} warm-up calls",
-        (f"# memory-copy reference (GPU copy of 256 MiB on rank 0's device, median): {fmt_rate(result['memcpy_bandwidth'])}"
-         if result["engine"] == "nccl" else
-         f"# memory-copy reference (NumPy copy of 128 MiB, median): {fmt_rate(result['memcpy_bandwidth'])} "
+        f"# distlib.bench {result.collective}: engine {result.engine}, p = {p} ranks, dtype {result.dtype}, "
+        f"redop {result.redop}",
+        f"# timing statistic: the {result.statistic} over {result.iters} timed samples (each the slowest rank's), "
+        f"after {result.warmup} warm-up calls; nccl-tests prints the mean",
+        (f"# memory-copy reference (GPU copy of 256 MiB on rank 0's device, median): {fmt_rate(result.memcpy_bandwidth)}"
+         if result.engine == "nccl" else
+         f"# memory-copy reference (NumPy copy of 128 MiB, median): {fmt_rate(result.memcpy_bandwidth or 0)} "
          "(bytes copied per second; the physical ceiling for ranks on one machine)"),
-        f"# transport: {result.get('transport', 'not recorded')}",
+        f"# transport: {result.transport}",
         "# time in us; algbw and busbw in GB/s (1e9 bytes/s); busbw = algbw * 2(p-1)/p; "
-        "wrong = elements off the exact sum; /builtin = time / built-in's time",
+        "#wrong = elements off the exact sum; /builtin = time / built-in's time",
     ]
-    cal = result.get("calibration")
+    cal = result.calibration
     if cal:
         fits = ", ".join(
             f"{_SHORT.get(a, a)}: alpha {cal['alpha'][a] * 1e6:.1f} us, bandwidth {cal['bandwidth'][a] / 1e9:.2f} GB/s"
             for a in cal["alpha"]
         )
         out.append(f"# auto chooses by the alpha-beta fit on this machine: {fits}")
-    head1 = f"{'':>12} {'':>11} {'':>6}"
-    head2 = f"{'size':>12} {'count':>11} {'type':>6}"
+    head1 = f"#{'':>11} {'':>12} {'':>6} {'':>6} {'':>6}"
+    head2 = f"#{'size':>11} {'count':>12} {'type':>6} {'redop':>6} {'root':>6}"
+    head3 = f"#{'(B)':>11} {'(elements)':>12} {'':>6} {'':>6} {'':>6}"
     for name in names:
         label = _SHORT.get(name, name)
-        width = 34 if name == "builtin" else 43 + (7 if name == "auto" else 0)
+        width = 33 if name == "builtin" else 42 + (7 if name == "auto" else 0)
         head1 += "  " + label.center(width)
-        head2 += f"  {'time':>9} {'algbw':>7} {'busbw':>7} {'wrong':>6}"
+        head2 += f"  {'time':>9} {'algbw':>7} {'busbw':>7} {'#wrong':>6}"
+        head3 += f"  {'(us)':>9} {'(GB/s)':>7} {'(GB/s)':>7} {'':>6}"
         if name != "builtin":
             head2 += f" {'/builtin':>8}"
+            head3 += f" {'':>8}"
         if name == "auto":
             head2 += f" {'choice':>6}"
-    out += [head1.rstrip(), head2]
-    for row in result["rows"]:
-        line = f"{row['n_bytes']:>12} {row['count']:>11} {_DTYPE_NAMES[row['dtype']]:>6}"
+            head3 += f" {'':>6}"
+    out += [head1.rstrip(), head2, head3.rstrip()]
+    for row in result.rows:
+        line = f"{row.n_bytes:>12} {row.count:>12} {_DTYPE_NAMES[row.dtype]:>6} {result.redop:>6} {-1:>6}"
         for name in names:
-            r = row["results"][name]
-            wrong = "ok" if r["wrong"] == 0 else str(r["wrong"])
-            algbw = (r["algbw"] or 0) / 1e9
-            busbw = (r["busbw"] or 0) / 1e9
-            line += f"  {r['seconds'] * 1e6:>9.1f} {algbw:>7.3f} {busbw:>7.3f} {wrong:>6}"
+            r = row.results[name]
+            wrong = "N/A" if r.wrong is None else str(r.wrong)
+            line += f"  {r.seconds * 1e6:>9.2f} {(r.algbw or 0) / 1e9:>7.3f} {(r.busbw or 0) / 1e9:>7.3f} {wrong:>6}"
             if name != "builtin":
-                line += f" {r['ratio']:>8.2f}" if r.get("ratio") is not None else f" {'-':>8}"
+                line += f" {r.ratio:>8.2f}" if r.ratio is not None else f" {'-':>8}"
             if name == "auto":
-                line += f" {_SHORT.get(r['choice'], r['choice']):>6}"
+                line += f" {_SHORT.get(r.choice, r.choice):>6}"
         out.append(line)
-    bad = sum(1 for row in result["rows"] for r in row["results"].values() if r["wrong"])
-    out.append(f"# wrong results: {bad} (of {len(result['rows']) * len(names)} size/algorithm pairs)")
+    bad = sum(1 for row in result.rows for r in row.results.values() if r.wrong)
+    out.append(f"# Out of bounds values : {bad} {'OK' if bad == 0 else 'FAILED'}")
+    out.append(f"# Avg bus bandwidth    : {result.avg_busbw('builtin') / 1e9:.4f}")
+    out.append("#")
+    out.append(f"# wrong results: {bad} (of {len(result.rows) * len(names)} size/algorithm pairs)")
     for name in names:
-        bus = [row["results"][name]["busbw"] for row in result["rows"] if row["results"][name]["busbw"]]
-        if bus:
-            out.append(f"# avg busbw {_SHORT.get(name, name)}: {sum(bus) / len(bus) / 1e9:.3f} GB/s")
+        if result.avg_busbw(name):
+            out.append(f"# avg busbw {_SHORT.get(name, name)}: {result.avg_busbw(name) / 1e9:.3f} GB/s")
     return "\n".join(out)
 
 
 def _report(comm, ns) -> int:
-    result = run_sweep(comm, ns, progress=_progress_printer(comm.rank == 0 and not ns.quiet))
+    result = run_sweep(comm, **_sweep_kwargs(ns), progress=_progress_printer(comm.rank == 0 and not ns.quiet))
     if comm.rank == 0:
-        print(json.dumps(result, indent=1) if ns.json else format_table(result), flush=True)
-    bad = any(r["wrong"] for row in result["rows"] for r in row["results"].values())
-    return 1 if bad else 0
+        print(json.dumps(result.to_dict(), indent=1) if ns.json else format_table(result), flush=True)
+    return 1 if result.wrong_total() else 0
+
+
+def _bench_argv(*, engine, ranks, algorithms, dtype, min_bytes, max_bytes, step_factor, iters, warmup, recalibrate,
+                check, timeout) -> list:
+    algorithms = algorithms if isinstance(algorithms, str) else ",".join(algorithms)
+    argv = ["allreduce", "--engine", engine, "--ranks", str(ranks), "-b", str(min_bytes), "-e", str(max_bytes),
+            "-f", str(step_factor), "--algorithms", algorithms, "-d", dtype, "-n", str(iters), "-w", str(warmup),
+            "-c", "1" if check else "0", "--timeout", str(timeout), "--json", "--quiet"]
+    return argv + (["--recalibrate"] if recalibrate else [])
+
+
+def run_bench(*, engine="mpi", ranks=2, algorithms=("ring",), dtype="float32", min_bytes=8, max_bytes="64M",
+              step_factor=2.0, iters=20, warmup=5, recalibrate=False, check=True, timeout=600.0,
+              env=None) -> BenchResult:
+    """Launch ``python -m distlib.bench`` on ``ranks`` processes and return its :class:`BenchResult`.
+
+    The notebooks' entry: the ranks run in their own processes (started with
+    ``mpiexec`` for ``engine="mpi"``, by torch's launcher for ``gloo``/``nccl``)
+    and this process reads their ``--json`` output back, typed. Sizes accept
+    nccl-tests' suffixes (``"2M"``). ``engine="nccl"`` without enough GPUs
+    raises ``RuntimeError`` saying so. ``env`` adds environment variables for
+    the ranks (e.g. ``DISTLIB_CACHE_DIR`` for a fresh ``auto`` fit).
+    """
+    import subprocess
+
+    for name, value in (("ranks", ranks), ("iters", iters)):
+        if not isinstance(value, int) or value < 1:
+            raise ValueError(f"{name} must be an int >= 1, got {value!r}")
+    if engine not in ("mpi", "gloo", "nccl"):
+        raise ValueError(f"engine must be one of mpi, gloo, nccl; got {engine!r}")
+    argv = _bench_argv(engine=engine, ranks=ranks, algorithms=algorithms, dtype=dtype, min_bytes=min_bytes,
+                       max_bytes=max_bytes, step_factor=step_factor, iters=iters, warmup=warmup,
+                       recalibrate=recalibrate, check=check, timeout=timeout)
+    proc = subprocess.run([sys.executable, "-m", "distlib.bench", *argv], capture_output=True, text=True,
+                          timeout=timeout + 60, env={**os.environ, **(env or {})})
+    if proc.returncode != 0 or "SKIPPED" in proc.stdout or "{" not in proc.stdout:
+        raise RuntimeError(f"python -m distlib.bench {' '.join(argv)} failed (status {proc.returncode}):\n"
+                           f"{(proc.stdout + proc.stderr)[-2000:]}")
+    return BenchResult.from_json(proc.stdout)
 
 
 def _torch_rank_main() -> None:
@@ -321,6 +547,7 @@ def main(argv=None) -> int:
     """Command line entry point; returns the exit status."""
     argv = list(sys.argv[1:] if argv is None else argv)
     ns = _parser().parse_args(argv)
+    _check_cli(ns)
     _algorithms(ns.algorithms)  # fail early on a bad name
     if ns.engine == "mpi":
         if _under_mpiexec():

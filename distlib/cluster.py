@@ -17,14 +17,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ._check import check_int, check_real
+from .collectives import collective_time
 from .ring import ring_bytes_per_rank
 
 __all__ = ["StepTime", "cluster_step", "ring_allreduce_time", "balance_tokens"]
 
 
 def ring_allreduce_time(n_bytes, p, *, bandwidth, alpha=0.0) -> float:
-    """Seconds for a ring all-reduce of ``n_bytes`` over ``p`` ranks.
+    """Seconds for a ring all-reduce of ``n_bytes`` over ``p`` ranks (flat ring, one link per rank).
 
+    The alpha-beta cost lives in :func:`distlib.collective_time`; this is its
+    ring all-reduce with ``alpha`` defaulting to 0.
     ``2 * (p - 1) * (alpha + n_bytes / (p * bandwidth))``: ``2 (p - 1)`` steps,
     each paying the per-message latency ``alpha`` (s) and sending one
     ``n_bytes / p`` chunk at ``bandwidth`` (bytes/s, one direction).
@@ -34,11 +37,7 @@ def ring_allreduce_time(n_bytes, p, *, bandwidth, alpha=0.0) -> float:
     >>> ring_allreduce_time(8e9, 8, bandwidth=100e9)   # 2*7/8*8 GB at 100 GB/s
     0.14
     """
-    n_bytes = check_real("n_bytes", n_bytes, minimum=0)
-    p = check_int("p", p, minimum=1)
-    bandwidth = check_real("bandwidth", bandwidth, minimum=0, strict_min=True)
-    alpha = check_real("alpha", alpha, minimum=0)
-    return 2 * (p - 1) * alpha + ring_bytes_per_rank(n_bytes, p) / bandwidth
+    return float(collective_time("allreduce", n_bytes, p, alpha=alpha, bandwidth=bandwidth, algorithm="ring"))
 
 
 @dataclass(frozen=True)

@@ -74,6 +74,9 @@ __all__ = [
     "ALGORITHMS",
     "ALLREDUCE_ALGORITHMS",
     "BUS_FACTOR_COLLECTIVES",
+    "COLLECTIVE_ALIASES",
+    "canonical_collective",
+    "alpha_beta_time",
     "p2p_time",
     "cost_coefficients",
     "collective_time",
@@ -102,6 +105,60 @@ ALLREDUCE_ALGORITHMS = ALGORITHMS + ("recursive_doubling",)
 swapped ``lg p`` times) is an all-reduce of its own, the short-message choice."""
 BUS_FACTOR_COLLECTIVES = COLLECTIVES + ("alltoall", "sendrecv")
 
+#: Other spellings of the collectives: torch.distributed's and nccl-tests'
+#: (``all_reduce_perf``) names, and NCCL's ``ncclAllReduce`` style.
+COLLECTIVE_ALIASES = {
+    "all_reduce": "allreduce", "all-reduce": "allreduce",
+    "all_gather": "allgather", "all-gather": "allgather",
+    "reducescatter": "reduce_scatter", "reduce-scatter": "reduce_scatter",
+    "all_to_all": "alltoall", "all-to-all": "alltoall",
+    "send_recv": "sendrecv", "sendrecv": "sendrecv",
+}
+
+
+def canonical_collective(name) -> str:
+    """The book's name for a collective, from any common spelling.
+
+    Accepts the book's names (``"allreduce"``), torch.distributed's and
+    nccl-tests' (``"all_reduce"``, ``"all_gather"``, ``"reduce_scatter"``,
+    ``"all_to_all"``), hyphenated forms and NCCL's ``ncclAllReduce`` style,
+    case-insensitively. Unknown names are returned lower-cased for the caller
+    to reject with its own list.
+
+    Examples
+    --------
+    >>> canonical_collective("all_reduce"), canonical_collective("AllGather"), canonical_collective("ncclReduceScatter")
+    ('allreduce', 'allgather', 'reduce_scatter')
+    """
+    if not isinstance(name, str):
+        raise TypeError(f"collective must be a string, got {type(name).__name__}")
+    key = name.strip().lower()
+    if key.startswith("nccl"):
+        key = key[4:]
+    key = COLLECTIVE_ALIASES.get(key, key)
+    return {"allreduce": "allreduce", "allgather": "allgather", "reduce_scatter": "reduce_scatter"}.get(key, key)
+
+
+def alpha_beta_time(steps, bytes_factor, n_bytes, *, alpha, bandwidth):
+    """The one alpha-beta formula every cost in the book uses: ``steps * alpha + bytes_factor * n_bytes / bandwidth``.
+
+    ``steps`` message steps on the critical path, each paying latency
+    ``alpha`` (s), and ``bytes_factor * n_bytes`` bytes through a link of
+    ``bandwidth`` bytes/s (one direction). :func:`collective_time` feeds it
+    the coefficients of :func:`cost_coefficients`; other schedules (the
+    double binary tree of chapter 7, ZeRO's extra all-gather) feed their own.
+
+    Examples
+    --------
+    >>> round(alpha_beta_time(14, 1.75, 1e9, alpha=5e-6, bandwidth=100e9), 9)   # ring all-reduce, p = 8
+    0.01757
+    """
+    steps = check_real("steps", steps, minimum=0)
+    bytes_factor = check_real("bytes_factor", bytes_factor, minimum=0)
+    n = _n_bytes(n_bytes)
+    alpha, bandwidth = _link(alpha, bandwidth)
+    return steps * alpha + bytes_factor * n / bandwidth
+
 
 # --------------------------------------------------------------------------
 # Times
@@ -113,6 +170,10 @@ def _n_bytes(n_bytes):
     if np.ndim(n_bytes) == 0:
         return check_real("n_bytes", n_bytes, minimum=0)
     return check_array("n_bytes", n_bytes, finite=True, minimum=0).astype(float)
+
+
+def _canon(collective):
+    return canonical_collective(collective) if isinstance(collective, str) else collective
 
 
 def _link(alpha, bandwidth):
@@ -162,7 +223,7 @@ def cost_coefficients(collective, p, *, algorithm="ring") -> tuple:
     >>> cost_coefficients("allreduce", 8, algorithm="recursive_doubling")   # 3 swaps of the whole buffer
     (3, 3.0)
     """
-    collective = check_choice("collective", collective, COLLECTIVES)
+    collective = check_choice("collective", _canon(collective), COLLECTIVES)
     algorithm = check_choice("algorithm", algorithm, ALLREDUCE_ALGORITHMS)
     if algorithm not in ALGORITHMS and collective != "allreduce":
         raise ValueError(f"algorithm {algorithm!r} is modelled for allreduce only; for {collective} use one of "
@@ -259,7 +320,7 @@ def collective_time(collective, n_bytes, p, *, alpha, bandwidth, algorithm="ring
     n = _n_bytes(n_bytes)
     alpha, bandwidth = _link(alpha, bandwidth)
     a, b = cost_coefficients(collective, p, algorithm=algorithm)
-    return a * alpha + b * n / bandwidth
+    return alpha_beta_time(a, b, n, alpha=alpha, bandwidth=bandwidth)
 
 
 def bandwidth_lower_bound(collective, n_bytes, p, *, bandwidth):
@@ -467,7 +528,7 @@ def bus_factor(collective, p) -> float:
     >>> bus_factor("broadcast", 8)
     1.0
     """
-    collective = check_choice("collective", collective, BUS_FACTOR_COLLECTIVES)
+    collective = check_choice("collective", _canon(collective), BUS_FACTOR_COLLECTIVES)
     p = check_int("p", p, minimum=1)
     if collective == "allreduce":
         return 2 * (p - 1) / p
@@ -519,7 +580,8 @@ def bus_bandwidth(collective, n_bytes, p, seconds):
     and busbw, which still applies ``2 (p-1)/p``, approaches ``2 (p-1)/p``
     times the link rate (1.75x for 8 GPUs). The factor then no longer
     describes the traffic; recent nccl-tests switch to ``(p-1)/(p+1)`` when
-    ``NCCL_ALGO`` is NVLS (``src/all_reduce.cu``).
+    the ``NCCL_ALGO`` environment variable reads ``NVLS`` or ``NVLSTREE``
+    (upper case: ``src/all_reduce.cu`` compares exact strings).
 
     Parameters
     ----------

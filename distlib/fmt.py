@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 
-__all__ = ["Text", "si", "fmt_bytes", "fmt_seconds", "fmt_rate", "fmt_flops"]
+__all__ = ["Text", "si", "fmt_bytes", "fmt_seconds", "fmt_rate", "fmt_flops", "fmt_share"]
 
 _PREFIXES = [(1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"), (1.0, "")]
 
@@ -85,3 +85,18 @@ def fmt_flops(flops_per_second: float, *, digits: int = 3) -> Text:
     989 TFLOP/s
     """
     return si(flops_per_second, "FLOP/s", digits=digits)
+
+
+def fmt_share(fraction: float) -> Text:
+    """A fraction as a percentage that never rounds to 0% or 100% unless it is exactly that.
+
+    Examples
+    --------
+    >>> fmt_share(0.35), fmt_share(0.996), fmt_share(1.0), fmt_share(0.004)
+    (35%, 99.6%, 100%, 0.4%)
+    """
+    x = float(fraction)
+    text = f"{x:.0%}"
+    if (text == "100%" and x != 1.0) or (text in ("0%", "-0%") and x != 0.0):
+        text = f"{x:.1%}"
+    return Text(text)

@@ -14,8 +14,12 @@ Conventions, applied to every row:
   Fabric, ICI, Gaudi's scale-up Ethernet ports) summed over its links, in
   bytes/s, **in one direction**. Vendors usually print the total of both
   directions (H100: "NVLink 900 GB/s" is 450 GB/s each way).
-* Decimal units: 1 GB = 1e9 bytes, unless the vendor states GiB (Google's TPU
-  capacities), in which case the table stores the exact byte count.
+* ``hbm_bytes`` is the memory the chip exposes, in bytes: for the NVIDIA GPUs
+  the total ``nvidia-smi`` reports (MiB = 2**20 bytes; an H200 shows
+  143,771 MiB = 140.4 GiB, more than its marketed "141 GB" in bytes), for
+  TPUs Google's GiB figure, for the others the vendor's decimal GB.
+  :attr:`Accelerator.hbm_gib` shows it in GiB.
+* Rates are decimal: 1 GB/s = 1e9 bytes/s.
 
 Examples
 --------
@@ -81,6 +85,17 @@ class Accelerator:
     sources: dict = field(repr=False, hash=False)
     notes: str = field(default="", repr=False)
     aliases: tuple = field(default=(), repr=False)
+
+    @property
+    def hbm_gib(self) -> float:
+        """HBM capacity in GiB (2**30 bytes), the unit ``nvidia-smi`` and the TPU docs use.
+
+        Examples
+        --------
+        >>> round(accelerator("H200").hbm_gib, 1), round(accelerator("H100").hbm_gib, 1)
+        (140.4, 79.6)
+        """
+        return self.hbm_bytes / 2**30
 
     @property
     def ridge_point(self) -> float:

@@ -637,23 +637,20 @@ def _bucket(g: np.ndarray, cap: float, first: float, rule: str) -> tuple:
     return tuple(buckets)
 
 
-def _allreduce_model(algorithm):
+def _allreduce_model(algorithm, cluster=None):
     """``f(n_bytes, p, alpha, bandwidth)``: all-reduce seconds.
 
-    Uses :func:`distlib.collectives.collective_time` when that module is
-    present; otherwise the ring formula of :func:`distlib.cluster.ring_allreduce_time`
-    (the same alpha-beta ring model).
+    From :func:`distlib.collectives.collective_time` (the alpha-beta model of
+    one flat algorithm), or, given a :class:`distlib.GpuCluster`, from
+    :func:`distlib.predict_time` (NCCL on that cluster; ``p``, ``alpha`` and
+    ``bandwidth`` are then the cluster's).
     """
-    try:
-        from .collectives import collective_time
-    except ModuleNotFoundError as exc:  # the cost-model module is optional here
-        if exc.name != f"{__package__}.collectives":
-            raise
-        if algorithm != "ring":
-            raise ValueError(f"algorithm={algorithm!r} needs distlib.collectives; only 'ring' is available") from None
-        from .cluster import ring_allreduce_time
+    if cluster is not None:
+        from .gpu_cluster import predict_time
 
-        return lambda n_bytes, p, alpha, bandwidth: ring_allreduce_time(n_bytes, p, bandwidth=bandwidth, alpha=alpha)
+        return lambda n_bytes, p, alpha, bandwidth: predict_time("allreduce", n_bytes, cluster)
+    from .collectives import collective_time
+
     return lambda n_bytes, p, alpha, bandwidth: collective_time(
         "allreduce", n_bytes, p, alpha=alpha, bandwidth=bandwidth, algorithm=algorithm)
 
@@ -712,7 +709,19 @@ class DDPStep:
         return self.timeline.events
 
 
-def _link_args(alpha, bandwidth, p, algorithm):
+def _link_args(alpha, bandwidth, p, algorithm, cluster=None):
+    if cluster is not None:
+        from .gpu_cluster import GpuCluster
+
+        if not isinstance(cluster, GpuCluster):
+            raise TypeError(f"cluster must be a GpuCluster from distlib.gpu_cluster(...), got {type(cluster).__name__}")
+        if alpha is not None or bandwidth is not None:
+            raise ValueError("give either cluster or alpha and bandwidth, not both")
+        if p is not None and check_int("p", p, minimum=1) != cluster.p:
+            raise ValueError(f"p must match the cluster's {cluster.p} GPUs, got {p}")
+        return 0.0, math.nan, cluster.p
+    if alpha is None or bandwidth is None or p is None:
+        raise TypeError("give alpha, bandwidth and p (a flat link), or cluster=dl.gpu_cluster(...)")
     alpha = check_real("alpha", alpha, minimum=0)
     bandwidth = check_real("bandwidth", bandwidth, minimum=0, strict_min=True)
     p = check_int("p", p, minimum=1)
@@ -720,9 +729,9 @@ def _link_args(alpha, bandwidth, p, algorithm):
     return alpha, bandwidth, p
 
 
-def _ddp(b, g, cap, first, rule, *, alpha, bandwidth, p, forward_time, algorithm, overlap) -> DDPStep:
+def _ddp(b, g, cap, first, rule, *, alpha, bandwidth, p, forward_time, algorithm, overlap, cluster=None) -> DDPStep:
     buckets = _bucket(g, cap, first, rule)
-    allreduce = _allreduce_model(algorithm)
+    allreduce = _allreduce_model(algorithm, cluster)
     comm = np.array([allreduce(bk.n_bytes, p, alpha, bandwidth) for bk in buckets])
     ready_after = np.array([bk.layers[-1] for bk in buckets], dtype=np.int64)
     timeline = _schedule(forward_time, b, comm, ready_after, overlap=overlap,
@@ -731,8 +740,8 @@ def _ddp(b, g, cap, first, rule, *, alpha, bandwidth, p, forward_time, algorithm
     return DDPStep(buckets=buckets, timeline=timeline, p=p, alpha=alpha, bandwidth=bandwidth, algorithm=algorithm)
 
 
-def ddp_step(backward_times, grad_bytes, *, bucket_bytes, alpha, bandwidth, p, forward_time=0.0,
-             algorithm="ring", first_bucket_bytes=None, rule="ddp", overlap=True) -> DDPStep:
+def ddp_step(backward_times, grad_bytes, *, bucket_bytes, alpha=None, bandwidth=None, p=None, forward_time=0.0,
+             algorithm="ring", first_bucket_bytes=None, rule="ddp", overlap=True, cluster=None) -> DDPStep:
     """One DistributedDataParallel step: bucketed all-reduces under the backward pass.
 
     Gradients are packed with :func:`bucket_gradients`; a bucket is ready
@@ -764,6 +773,9 @@ def ddp_step(backward_times, grad_bytes, *, bucket_bytes, alpha, bandwidth, p, f
         Bucket closing rule (see :func:`bucket_gradients`).
     overlap : bool
         ``False``: all buckets wait for the end of the backward pass.
+    cluster : GpuCluster, optional
+        Price each bucket with NCCL on this cluster (:func:`distlib.predict_time`)
+        instead of a flat link; then leave ``alpha`` and ``bandwidth`` out.
 
     Returns
     -------
@@ -790,12 +802,12 @@ def ddp_step(backward_times, grad_bytes, *, bucket_bytes, alpha, bandwidth, p, f
     b = _times("backward_times", backward_times)
     g, cap, first = _bucket_args(grad_bytes, bucket_bytes, first_bucket_bytes, rule)
     _same_length("grad_bytes", g, "backward_times", b)
-    alpha, bandwidth, p = _link_args(alpha, bandwidth, p, algorithm)
+    alpha, bandwidth, p = _link_args(alpha, bandwidth, p, algorithm, cluster)
     f = check_real("forward_time", forward_time, minimum=0)
     if not isinstance(overlap, (bool, np.bool_)):
         raise TypeError(f"overlap must be True or False, got {overlap!r}")
     return _ddp(b, g, cap, first, rule, alpha=alpha, bandwidth=bandwidth, p=p, forward_time=f,
-                algorithm=algorithm, overlap=bool(overlap))
+                algorithm=algorithm, overlap=bool(overlap), cluster=cluster)
 
 
 def bucket_timeline(backward_times, buckets, comm_times, *, forward_time=0.0, overlap=True) -> OverlapTimeline:
@@ -898,9 +910,12 @@ class BucketSweep:
         return float(self.iteration_time[self.best_index])
 
 
-def bucket_sweep(backward_times, grad_bytes, *, alpha, bandwidth, p, bucket_bytes=None, forward_time=0.0,
-                 algorithm="ring", first_bucket_bytes=None, rule="ddp") -> BucketSweep:
+def bucket_sweep(backward_times, grad_bytes, *, alpha=None, bandwidth=None, p=None, bucket_bytes=None,
+                 forward_time=0.0, algorithm="ring", first_bucket_bytes=None, rule="ddp", cluster=None) -> BucketSweep:
     """Run :func:`ddp_step` for each capacity in ``bucket_bytes``.
+
+    With ``cluster`` (a :class:`distlib.GpuCluster`) every bucket is priced
+    by NCCL's model on that cluster instead of ``alpha``/``bandwidth``/``p``.
 
     ``bucket_bytes`` defaults to 33 capacities spaced evenly on a log scale
     from the smallest non-zero gradient to the whole model.
@@ -922,7 +937,7 @@ def bucket_sweep(backward_times, grad_bytes, *, alpha, bandwidth, p, bucket_byte
     b = _times("backward_times", backward_times)
     g = _times("grad_bytes", grad_bytes)
     _same_length("grad_bytes", g, "backward_times", b)
-    alpha, bandwidth, p = _link_args(alpha, bandwidth, p, algorithm)
+    alpha, bandwidth, p = _link_args(alpha, bandwidth, p, algorithm, cluster)
     f = check_real("forward_time", forward_time, minimum=0)
     check_choice("rule", rule, ["ddp", "fit"])
     first = None if first_bucket_bytes is None else check_real(
@@ -939,8 +954,8 @@ def bucket_sweep(backward_times, grad_bytes, *, alpha, bandwidth, p, bucket_byte
         if np.any(caps <= 0):
             raise ValueError(f"bucket_bytes must hold capacities > 0 bytes, got min {caps.min()!r}")
     steps = [_ddp(b, g, cap, cap if first is None else first, rule, alpha=alpha, bandwidth=bandwidth, p=p,
-                  forward_time=f, algorithm=algorithm, overlap=True) for cap in caps.tolist()]
-    one = f + math.fsum(b) + _allreduce_model(algorithm)(total, p, alpha, bandwidth)
+                  forward_time=f, algorithm=algorithm, overlap=True, cluster=cluster) for cap in caps.tolist()]
+    one = f + math.fsum(b) + _allreduce_model(algorithm, cluster)(total, p, alpha, bandwidth)
     return BucketSweep(
         bucket_bytes=caps,
         iteration_time=np.array([s.iteration_time for s in steps]),

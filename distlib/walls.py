@@ -26,6 +26,7 @@ import numpy as np
 
 from ._check import check_array, check_choice, check_int, check_real
 from .cluster import ring_allreduce_time
+from .collectives import alpha_beta_time
 from .fmt import Text, fmt_bytes, fmt_rate, fmt_seconds
 from .hardware import Accelerator
 from .hardware import accelerator as _accelerator
@@ -530,7 +531,7 @@ def gradient_comm_time(params, p, *, bandwidth, alpha=0.0, recipe="bf16_adam", s
     alpha = check_real("alpha", alpha, minimum=0)
     if stage == 0:
         return ring_allreduce_time(params * _recipe(recipe).grads, p, bandwidth=bandwidth, alpha=alpha)
-    return _ring_passes(stage) * (p - 1) * alpha + n_bytes / bandwidth
+    return alpha_beta_time(_ring_passes(stage) * (p - 1), 1.0, n_bytes, alpha=alpha, bandwidth=bandwidth)
 
 
 @dataclass(frozen=True)
@@ -565,6 +566,7 @@ class Walls:
     compute_time_per_step: float
     comm_bytes_per_step: float
     comm_time_per_step: float
+    cluster: object = None  # the GpuCluster whose NCCL model timed the communication, or None (flat ring)
 
     @property
     def fits(self) -> bool:
@@ -616,14 +618,20 @@ class Walls:
             f"compute: {self.flops:.3g} FLOP; one {chip} at MFU {self.mfu:.0%}: {fmt_seconds(self.time_one_chip)}; "
             f"{self.chips} chips: {fmt_seconds(self.time_cluster)}",
             f"communication: {fmt_bytes(self.comm_bytes_per_step)} sent per GPU per step over "
-            f"{fmt_rate(self.link_bandwidth)} links (one direction): {fmt_seconds(self.comm_time_per_step)} "
-            f"vs {fmt_seconds(self.compute_time_per_step)} of compute per step",
+            + (f"{self.cluster.describe()} (NCCL model: {fmt_rate(self.link_bandwidth)} bus bandwidth)"
+               if self.cluster is not None else f"{fmt_rate(self.link_bandwidth)} links (one direction)")
+            + f": {fmt_seconds(self.comm_time_per_step)} vs {fmt_seconds(self.compute_time_per_step)} of compute per step",
         ]
         return Text("\n".join(lines))
 
 
+#: GPUs whose communication :func:`three_walls` times with the NCCL cluster model.
+_CLUSTER_GPUS = ("A100", "H100", "H200", "B200")
+
+
 def three_walls(params, tokens, *, recipe="mixed_precision_adam", accelerator="H100", mfu=0.4, chips=1,
-          stage=0, tokens_per_step=4 * 2**20, link_bandwidth=None, alpha=0.0) -> Walls:
+          stage=0, tokens_per_step=4 * 2**20, link_bandwidth=None, alpha=0.0, gpus_per_node=8,
+          nic_bandwidth=400e9) -> Walls:
     """The three walls for training ``params`` parameters on ``tokens`` tokens.
 
     Parameters
@@ -644,10 +652,19 @@ def three_walls(params, tokens, *, recipe="mixed_precision_adam", accelerator="H
         Global batch in tokens (> 0); sets how many steps, hence how many
         gradient exchanges, the run has. Default 4 Mi tokens.
     link_bandwidth : float, optional
-        Bytes/s per GPU in one direction for the ring; default the chip's
-        scale-up link bandwidth from the table.
+        Bytes/s per GPU in one direction for a flat ring (then ``alpha`` is
+        its per-step latency). Default: for the NVIDIA GPUs of the table,
+        NCCL on a real cluster (:func:`distlib.gpu_cluster`: nodes of
+        ``gpus_per_node`` GPUs on NVLink, ``nic_bandwidth`` per node between
+        nodes, NCCL's choice of algorithm); for other chips their scale-up
+        link, as a flat ring.
     alpha : float
-        Per-message latency of a ring step, seconds (>= 0).
+        Per-message latency of a ring step, seconds (>= 0), flat ring only.
+    gpus_per_node : int
+        GPUs per node for the cluster model (default 8, as in HGX/DGX).
+    nic_bandwidth : float
+        The node's total NIC bandwidth, bytes/s one direction (default
+        400e9: eight 400 Gb/s NICs, one per GPU, as in a DGX H100).
 
     Returns
     -------
@@ -674,13 +691,32 @@ def three_walls(params, tokens, *, recipe="mixed_precision_adam", accelerator="H
     chips = check_int("chips", chips, minimum=1)
     stage = check_int("stage", stage, minimum=0, maximum=3)
     tokens_per_step = check_real("tokens_per_step", tokens_per_step, minimum=0, strict_min=True)
-    if link_bandwidth is None:
-        link_bandwidth = spec.link_bandwidth
-    link_bandwidth = check_real("link_bandwidth", link_bandwidth, minimum=0, strict_min=True)
     alpha = check_real("alpha", alpha, minimum=0)
+    cluster = None
+    if link_bandwidth is None and spec.name in _CLUSTER_GPUS:
+        from .gpu_cluster import gpu_cluster
+
+        gpn = min(chips, check_int("gpus_per_node", gpus_per_node, minimum=1))
+        nodes = math.ceil(chips / gpn)
+        cluster = gpu_cluster(nodes, gpus_per_node=gpn, accelerator=spec,
+                              nic_bandwidth=nic_bandwidth if nodes > 1 else None)
+    elif link_bandwidth is None:
+        link_bandwidth = spec.link_bandwidth
+    if cluster is None:
+        link_bandwidth = check_real("link_bandwidth", link_bandwidth, minimum=0, strict_min=True)
     params = float(params)
     tokens = float(tokens)
     steps = max(1, math.ceil(tokens / tokens_per_step))
+    if cluster is None:
+        comm_time = gradient_comm_time(params, chips, bandwidth=link_bandwidth, alpha=alpha, recipe=r.name,
+                                       stage=stage)
+    else:
+        from .gpu_cluster import predict
+
+        pred = predict("allreduce", params * r.grads, cluster)
+        # ZeRO-1/2 move the same bytes as an all-reduce (reduce-scatter + all-gather); ZeRO-3 adds an all-gather.
+        comm_time = pred.time * (1.5 if stage == 3 else 1.0)
+        link_bandwidth = pred.busbw if chips > 1 else spec.link_bandwidth
     time_one = training_time(params, tokens, flops_per_chip=spec.bf16_flops, mfu=mfu)
     compute_cluster = time_one / chips
     return Walls(
@@ -703,6 +739,6 @@ def three_walls(params, tokens, *, recipe="mixed_precision_adam", accelerator="H
         steps=steps,
         compute_time_per_step=compute_cluster / steps,
         comm_bytes_per_step=gradient_comm_bytes_per_gpu(params, chips, recipe=r.name, stage=stage),
-        comm_time_per_step=gradient_comm_time(params, chips, bandwidth=link_bandwidth, alpha=alpha,
-                                              recipe=r.name, stage=stage),
+        comm_time_per_step=comm_time,
+        cluster=cluster,
     )

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from distlib.bench import format_table, parse_size, sizes
+from distlib.bench import BenchResult, Timing, format_table, parse_size, run_bench, sizes
 
 
 def test_parse_size_uses_powers_of_1024_like_nccl_tests():
@@ -51,14 +51,31 @@ def test_format_table_shows_every_column():
     text = format_table(_fake_result())
     lines = text.splitlines()
     assert "memory-copy reference" in text and "5 GB/s" in text
-    header = next(line for line in lines if line.strip().startswith("size"))
-    for col in ("size", "count", "type", "time", "algbw", "busbw", "wrong", "/builtin"):
-        assert col in header
+    header = next(line for line in lines if line.split()[1:2] == ["size"])
+    # nccl-tests' columns, in its order, so its log parsers read the table
+    assert header.split()[:10] == ["#", "size", "count", "type", "redop", "root", "time", "algbw", "busbw", "#wrong"]
+    assert "/builtin" in header
     small = next(line for line in lines if line.split()[:1] == ["1024"])
-    assert small.split()[2] == "float" and small.split()[6] == "ok" and small.split()[-1] == "2.00"
+    assert small.split()[2:5] == ["float", "sum", "-1"] and small.split()[8] == "0" and small.split()[-1] == "2.00"
     big = next(line for line in lines if line.split()[:1] == [str(1 << 20)])
     assert big.split()[-2] == "3" and big.split()[-1] == "0.50"  # 3 wrong elements; ring twice as fast
     assert "# wrong results: 1" in text
+    assert "# Out of bounds values : 1 FAILED" in text
+    avg = (1024 / 1e-5 + (1 << 20) / 1e-3) / 2 / 1e9  # the built-in's busbw, averaged over sizes
+    assert f"# Avg bus bandwidth    : {avg:.4f}" in text
+    assert "timing statistic: the median" in text
+
+
+def test_typed_result_round_trips_through_json():
+    result = BenchResult.from_dict(_fake_result())
+    assert result.algorithms == ("builtin", "ring") and result.sizes == [1024, 1 << 20]
+    assert isinstance(result.rows[0].results["ring"], Timing)
+    assert result.column("ring", "seconds") == [2e-5, 5e-4]
+    assert result.wrong_total("ring") == 3 and result.wrong_total("builtin") == 0
+    again = BenchResult.from_json("# progress line\n" + json.dumps(result.to_dict()))
+    assert again == result
+    with pytest.raises(ValueError, match="algorithm"):
+        result.column("butterfly")
 
 
 def _run(args, timeout=240):
@@ -102,7 +119,7 @@ def test_bench_gloo_table():
     assert "# wrong results: 0" in out.stdout
     rows = [line.split() for line in out.stdout.splitlines() if line.strip() and line.split()[0].isdigit()]
     assert [int(r[0]) for r in rows] == [1024, 32768, 1048576]
-    assert all(r[6] == "ok" and r[10] == "ok" for r in rows)
+    assert all(r[8] == "0" and r[12] == "0" for r in rows)  # #wrong of the built-in and of the ring
 
 
 @pytest.mark.engines
@@ -117,6 +134,45 @@ def test_bench_nccl_skips_without_gpu():
 def test_bench_mpi_outside_mpiexec_says_how_to_run():
     out = _run(["allreduce", "--engine", "mpi"])
     assert out.returncode == 2 and "mpiexec" in out.stderr
+
+
+@pytest.mark.engines
+@pytest.mark.skipif(importlib.util.find_spec("mpi4py") is None, reason="mpi4py not installed")
+def test_bench_speaks_nccl_tests_options():
+    out = _run(["all_reduce", "--engine", "mpi", "--ranks", "2", "-b", "1K", "-e", "4K", "-f", "4", "-d", "double",
+                "-o", "sum", "-g", "1", "-c", "0", "-n", "2", "--warmup_iters", "1", "--quiet"])  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    rows = [line.split() for line in out.stdout.splitlines() if line.strip() and line.split()[0].isdigit()]
+    assert [r[:5] for r in rows] == [["1024", "128", "double", "sum", "-1"], ["4096", "512", "double", "sum", "-1"]]
+    assert all(r[8] == "N/A" for r in rows)  # -c 0: not checked
+    assert "# Avg bus bandwidth" in out.stdout
+
+
+@pytest.mark.engines
+@pytest.mark.skipif(importlib.util.find_spec("mpi4py") is None, reason="mpi4py not installed")
+def test_typed_library_entry_launches_and_reads_back():
+    result = run_bench(engine="mpi", ranks=2, min_bytes="1K", max_bytes="1K", iters=2, warmup=1)
+    assert isinstance(result, BenchResult) and result.p == 2 and result.sizes == [1024]
+    assert result.wrong_total() == 0 and result.column("ring", "seconds")[0] > 0
+
+
+@pytest.mark.parametrize("args, message", [
+    (["-d", "bfloat16"], "bfloat16"),
+    (["-d", "quad"], "unknown type"),
+    (["-o", "max"], "only sum"),
+    (["-g", "2"], "one GPU per process"),
+    (["broadcast"], "only allreduce"),
+])
+def test_bench_refuses_what_it_cannot_run_and_says_why(args, message, capsys):
+    from distlib.bench import main
+
+    base = ["allreduce", "--engine", "mpi"]
+    if args[0] == "broadcast":
+        base, args = ["broadcast", "--engine", "mpi"], []
+    with pytest.raises(SystemExit) as exc:  # in-process: argparse and _check_cli stop before any rank starts
+        main(base + args)
+    assert exc.value.code != 0
+    assert message in capsys.readouterr().err + str(exc.value.code)
 
 
 def test_bench_rejects_unknown_algorithm():

@@ -57,10 +57,10 @@ def test_csv_has_one_source_column_per_figure():
 
 # Values checked against the vendors' documents (see the source columns).
 @pytest.mark.parametrize("name,flops,hbm,bw,link", [
-    ("A100", 312e12, 80e9, 2039e9, 300e9),
-    ("H100", 989.5e12, 80e9, 3.35e12, 450e9),
-    ("H200", 989.5e12, 141e9, 4.8e12, 450e9),
-    ("B200", 2.25e15, 180e9, 8e12, 900e9),
+    ("A100", 312e12, 81920 * 2**20, 2039e9, 300e9),   # capacities as nvidia-smi reports them (MiB)
+    ("H100", 989.5e12, 81559 * 2**20, 3.35e12, 450e9),
+    ("H200", 989.5e12, 143771 * 2**20, 4.8e12, 450e9),
+    ("B200", 2.25e15, 183359 * 2**20, 7.7e12, 900e9),
     ("MI300X", 1307.4e12, 192e9, 5.3e12, 448e9),
     ("TPU v4", 275e12, 32 * 2**30, 1.2e12, 270e9),
     ("TPU v5p", 459e12, 95 * 2**30, 2.765e12, 600e9),
@@ -109,3 +109,11 @@ def test_units_are_plausible():
         assert 5e11 < a.hbm_bandwidth < 1e13   # 0.5 .. 10 TB/s
         assert 1e11 < a.link_bandwidth < 2e12  # 100 GB/s .. 2 TB/s
         assert a.link_bandwidth < a.hbm_bandwidth
+
+
+def test_gpu_memory_is_what_the_gpu_exposes_not_the_marketed_round_number():
+    # "80 GB" and "141 GB" are below the bytes the GPUs expose: 79.6 and 140.4 GiB.
+    assert dl.accelerator("H100").hbm_bytes > 80e9 and dl.accelerator("H200").hbm_bytes > 141e9
+    assert round(dl.accelerator("H200").hbm_gib, 1) == 140.4
+    assert "nvidia-smi" in dl.accelerator("B200").sources["hbm_bytes"]
+    assert "8 TB/s" in dl.accelerator("B200").sources["hbm_bandwidth"]  # says why 8 TB/s is not used

@@ -461,3 +461,16 @@ def test_cg_iteration_bad_arguments():
         dl.cg_iteration_time(1, 1, method="chebyshev")
     with pytest.raises(ValueError, match="allreduce_time"):
         dl.cg_iteration_time(1, -1)
+
+
+def test_ddp_step_prices_buckets_with_the_cluster_model():
+    c = dl.gpu_cluster(16, nic_bandwidth=400e9)
+    s = dl.ddp_step([0.01] * 4, [1e8] * 4, bucket_bytes=1e8, cluster=c)
+    assert s.p == c.p
+    assert s.bucket_comm_times[0] == pytest.approx(dl.predict_time("allreduce", 1e8, c))
+    sweep = dl.bucket_sweep([0.01] * 4, [1e8] * 4, bucket_bytes=[1e8, 4e8], cluster=c)
+    assert sweep.one_bucket_time == pytest.approx(0.04 + dl.predict_time("allreduce", 4e8, c))
+    with pytest.raises(ValueError, match="not both"):
+        dl.ddp_step([0.01], [1e8], bucket_bytes=1e8, cluster=c, alpha=0.0, bandwidth=1e9)
+    with pytest.raises(TypeError, match="cluster"):
+        dl.ddp_step([0.01], [1e8], bucket_bytes=1e8)

@@ -160,10 +160,25 @@ def test_walls_summary_for_gpt3_on_1024_h100():
     assert w.time_one_chip == pytest.approx(3.15e23 / (0.4 * 989.5e12))
     assert w.compute_time_cluster == pytest.approx(w.time_one_chip / 1024)
     assert w.time_cluster == pytest.approx(w.compute_time_cluster + w.steps * w.comm_time_per_step)
-    assert w.link_bandwidth == 450e9  # H100 NVLink, one direction
+    # 1024 GPUs are 128 nodes: the NCCL cluster model times the gradients, not NVLink alone.
+    assert w.cluster is not None and w.cluster.nodes == 128
+    assert w.link_bandwidth < 450e9  # the bus bandwidth NCCL reaches across nodes, below NVLink's line rate
+    assert w.comm_time_per_step == pytest.approx(
+        1.5 * dl.predict_time("allreduce", 175e9 * 2, w.cluster))  # ZeRO-3: all-reduce + one more all-gather
     assert w.fits  # 16 * 175e9 / 1024 = 2.7 GB
     text = w.summary()
-    assert "fits" in text and "H100" in text and "450 GB/s" in text
+    assert "fits" in text and "H100" in text and "128 x 8 H100" in text
+
+
+def test_walls_on_one_node_and_on_a_flat_link():
+    one_node = dl.three_walls(7e9, 1e12, chips=8, accelerator="H100")
+    assert one_node.cluster.nodes == 1 and one_node.cluster.nvls
+    flat = dl.three_walls(7e9, 1e12, chips=8, accelerator="H100", link_bandwidth=450e9)
+    assert flat.cluster is None and flat.link_bandwidth == 450e9
+    # NVLS beats a flat ring at NVLink's full line rate: the switch adds the gradients.
+    assert one_node.comm_time_per_step < flat.comm_time_per_step
+    tpu = dl.three_walls(7e9, 1e12, chips=64, accelerator="TPU v5p")
+    assert tpu.cluster is None and tpu.link_bandwidth == dl.accelerator("TPU v5p").link_bandwidth
 
 
 def test_walls_reports_communication_bound_on_a_slow_link():

@@ -108,7 +108,7 @@ def test_plot_memory_breakdown_draws_zero_stages_and_hbm():
     ax = _axes()
     bars = plot_memory_breakdown(ax, w)
     assert [t.get_text() for t in ax.get_xticklabels()] == ["ZeRO-0", "ZeRO-1", "ZeRO-2", "ZeRO-3"]
-    assert bars.hbm_line.get_ydata()[0] == pytest.approx(80.0)  # GB
+    assert bars.hbm_line.get_ydata()[0] == pytest.approx(dl.accelerator("H100").hbm_bytes / 1e9)  # GB
     assert bars.outline.get_visible() and bars.outline.get_x() == pytest.approx(2 - 0.3)
     # segment tops add up to each stage's total (GB)
     tops = {}
@@ -152,3 +152,14 @@ def test_plot_roofline_marks_ridges_operations_and_measurements():
     assert len(one["roofs"]) == 1
     with pytest.raises(TypeError, match="measured item"):
         plot_roofline(_axes(), "A100", measured=[object()])
+
+
+def test_walls_widget_times_communication_with_the_cluster_model():
+    from distlib.widgets.walls import WallsWidget
+
+    wdg = WallsWidget(params=7e9, tokens=1e12, accelerator="H100", chips=8)
+    wdg.chips_dropdown.value = max(wdg.chips_dropdown.options)  # many nodes: the network, not NVLink
+    r = wdg.update()
+    assert r.cluster is not None and r.cluster.nodes > 1
+    assert r.link_bandwidth < dl.accelerator("H100").link_bandwidth
+    assert "NCCL reaching" in wdg.summary.value

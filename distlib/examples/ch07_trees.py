@@ -41,6 +41,7 @@ from collections import deque
 from dataclasses import dataclass
 
 from distlib._check import check_int, check_real
+from distlib.collectives import alpha_beta_time, cost_coefficients
 
 __all__ = ["btree", "DoubleBinaryTree", "double_binary_tree", "double_binary_tree_time", "ring_crossover", "main"]
 
@@ -191,11 +192,8 @@ def double_binary_tree_time(n_bytes, p: int, *, alpha, bandwidth):
     >>> round(double_binary_tree_time(1e9, 8, alpha=5e-6, bandwidth=100e9), 6)
     0.02003
     """
-    n = check_real("n_bytes", n_bytes, minimum=0)
-    alpha = check_real("alpha", alpha, minimum=0)
-    bandwidth = check_real("bandwidth", bandwidth, minimum=0, strict_min=True)
     a, b = double_binary_tree(p).cost_coefficients()
-    return a * alpha + b * n / bandwidth
+    return alpha_beta_time(a, b, n_bytes, alpha=alpha, bandwidth=bandwidth)
 
 
 def ring_crossover(p: int, *, alpha, bandwidth):
@@ -216,7 +214,7 @@ def ring_crossover(p: int, *, alpha, bandwidth):
     alpha = check_real("alpha", alpha, minimum=0)
     bandwidth = check_real("bandwidth", bandwidth, minimum=0, strict_min=True)
     a_tree, b_tree = double_binary_tree(p).cost_coefficients()
-    a_ring, b_ring = 2 * (p - 1), 2 * (p - 1) / p
+    a_ring, b_ring = cost_coefficients("allreduce", p, algorithm="ring")
     if b_tree <= b_ring or alpha == 0 or a_ring <= a_tree:
         return None
     return (a_ring - a_tree) / (b_tree - b_ring) * alpha * bandwidth

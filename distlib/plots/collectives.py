@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 from matplotlib.ticker import FuncFormatter, LogLocator
 
-from ..collectives import ALGORITHMS, collective_time, cost_coefficients, crossover_size
+from ..collectives import ALGORITHMS, alpha_beta_time, collective_time, cost_coefficients, crossover_size, regime
 from ..fmt import fmt_bytes, si
 
 __all__ = [
@@ -120,15 +120,16 @@ def plot_regime(ax, collective, p, *, alpha, bandwidth, algorithm="ring", sizes=
     sizes = default_sizes() if sizes is None else np.asarray(sizes, dtype=float)
     a, b = cost_coefficients(collective, p, algorithm=algorithm)
     total = collective_time(collective, sizes, p, alpha=alpha, bandwidth=bandwidth, algorithm=algorithm)
-    lat = np.full_like(sizes, a * alpha)
-    bw = b * sizes / bandwidth
+    # Both terms from the one home of the alpha-beta formula (distlib.collectives).
+    lat = np.full_like(sizes, alpha_beta_time(a, 0.0, 0.0, alpha=alpha, bandwidth=bandwidth))
+    bw = alpha_beta_time(0, b, sizes, alpha=0.0, bandwidth=bandwidth)
     out = {}
     (out["total"],) = ax.loglog(sizes, total, color="k", lw=2, label="total")
     (out["latency"],) = ax.loglog(sizes, np.where(lat > 0, lat, np.nan), color="#9467bd", lw=1.5, ls="--",
                                   label=f"latency: {a:g} x alpha")
     (out["bandwidth"],) = ax.loglog(sizes, np.where(bw > 0, bw, np.nan), color="#8c564b", lw=1.5, ls="-.",
                                     label=f"bandwidth: {b:.3g} x n / bw")
-    n_half = (a / b) * alpha * bandwidth if (a and b and alpha) else None
+    n_half = regime(collective, 1.0, p, alpha=alpha, bandwidth=bandwidth, algorithm=algorithm).n_half if alpha else None
     out["n_half"] = n_half
     out["shade"] = None
     if n_half is not None:

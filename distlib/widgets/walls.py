@@ -129,7 +129,9 @@ def _summary_html(r: Walls, states) -> str:
         f"<b>compute</b>: {r.flops:.3g} FLOP; one {chip} at MFU {r.mfu:.0%}: {fmt_seconds(r.time_one_chip)}; "
         f"{r.chips:,} chips: {fmt_seconds(r.time_cluster)} ({r.steps:,} steps of {r.tokens_per_step:,.0f} tokens)<br>"
         f"<b>communication</b>: each GPU sends {fmt_bytes(r.comm_bytes_per_step)} per step over "
-        f"{fmt_rate(r.link_bandwidth)} {html.escape(r.accelerator.link_name)} (one direction): "
-        f"{fmt_seconds(r.comm_time_per_step)}, {comm_verdict} the {fmt_seconds(r.compute_time_per_step)} "
+        + (f"{html.escape(r.cluster.describe())}, NCCL reaching {fmt_rate(r.link_bandwidth)} busbw: "
+           if r.cluster is not None else
+           f"{fmt_rate(r.link_bandwidth)} {html.escape(r.accelerator.link_name)} (one direction): ")
+        + f"{fmt_seconds(r.comm_time_per_step)}, {comm_verdict} the {fmt_seconds(r.compute_time_per_step)} "
         f"of compute per step</div>"
     )

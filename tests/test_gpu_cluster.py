@@ -1,0 +1,141 @@
+"""Laws of the GPU-cluster model (distlib.gpu_cluster) and its published calibration."""
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import distlib as dl
+
+SIZES = 2.0 ** np.arange(3, 35)
+IB8 = 8 * 400e9 / 8  # eight 400 Gb/s NICs, one direction, bytes/s
+
+
+def clusters():
+    return [dl.gpu_cluster(1), dl.gpu_cluster(1, nvls=False), dl.gpu_cluster(1, accelerator="A100"),
+            dl.gpu_cluster(2, nic_bandwidth=IB8), dl.gpu_cluster(16, nic_bandwidth=IB8),
+            dl.gpu_cluster(16, nic_bandwidth=IB8, sharp=True), dl.gpu_cluster(128, nic_bandwidth=50e9),
+            dl.gpu_cluster(4, gpus_per_node=1, nic_bandwidth=50e9, accelerator="B200")]
+
+
+@pytest.mark.parametrize("cluster", clusters(), ids=lambda c: c.describe())
+def test_time_grows_and_busbw_stays_under_the_physical_ceiling(cluster):
+    preds = [dl.predict("allreduce", n, cluster) for n in SIZES]
+    times = np.array([p.time for p in preds])
+    assert np.all(np.diff(times) > 0)  # more bytes never take less time
+    busbw = np.array([p.busbw for p in preds])
+    # Without in-switch reduction busbw cannot pass the line rates; with NVLS or SHARP it can pass
+    # NVLink's, but each GPU still sends its buffer at least once: algbw <= line rate.
+    ceiling = cluster.link_bandwidth
+    if cluster.nodes > 1:
+        ceiling = min(ceiling, cluster.nic_bandwidth * (2 if cluster.nodes == 2 or cluster.sharp else 1))
+    if not (cluster.nvls or cluster.sharp or cluster.nodes == 2):
+        assert busbw.max() <= ceiling * 1.0001
+    algbw = np.array([p.algbw for p in preds])
+    assert algbw.max() <= cluster.link_bandwidth
+
+
+def test_calibration_reproduces_the_rows_it_was_fitted_on():
+    fit = {r.id: r for r in dl.published_results() if r.role == "fit"}
+    one = dl.gpu_cluster(1)
+    assert dl.predict_busbw("allreduce", 2**33, one) == pytest.approx(fit["h100_1x8_nvls"].busbw, rel=0.01)
+    ring = dl.predict("allreduce", 2**33, one, algorithm="ring")
+    assert ring.busbw == pytest.approx(fit["h100_1x8_ring"].busbw, rel=0.01)
+    assert dl.calibration().nic_efficiency == pytest.approx(47 / 50)
+
+
+def test_heldout_rows_median_error_within_ten_percent():
+    errs = []
+    for r in dl.published_results():
+        if r.role != "heldout":
+            continue
+        p = dl.predict(r.collective, r.n_bytes, r.cluster(), algorithm=r.algorithm)
+        errs.append(abs(p.time / r.time - 1) if r.time else abs(p.busbw / r.busbw - 1))
+    assert len(errs) >= 10
+    assert np.median(errs) <= 0.10
+
+
+def test_every_published_row_names_a_source_url():
+    for r in dl.published_results():
+        assert "https://github.com/NVIDIA/" in r.source, r.id
+
+
+def test_single_node_beats_multi_node_and_more_nics_help():
+    one = dl.predict_busbw("allreduce", 2**32, dl.gpu_cluster(1, nvls=False))
+    many = dl.predict_busbw("allreduce", 2**32, dl.gpu_cluster(16, nic_bandwidth=IB8, nvls=False))
+    one_nic = dl.predict_busbw("allreduce", 2**32, dl.gpu_cluster(16, nic_bandwidth=IB8 / 8, nvls=False))
+    assert one > many > one_nic
+    # With one 400 Gb/s NIC per node the ring runs at that NIC's rate: about 47 GB/s.
+    assert one_nic == pytest.approx(47e9, rel=0.02)
+
+
+def test_nvls_raises_single_node_busbw_and_sharp_cuts_latency_at_scale():
+    on = dl.predict_busbw("allreduce", 2**33, dl.gpu_cluster(1, nvls=True))
+    off = dl.predict_busbw("allreduce", 2**33, dl.gpu_cluster(1, nvls=False))
+    assert on > 1.2 * off
+    plain = dl.gpu_cluster(256, nic_bandwidth=IB8)
+    sharp = dl.gpu_cluster(256, nic_bandwidth=IB8, sharp=True)
+    assert dl.predict_time("allreduce", 8, sharp) < dl.predict_time("allreduce", 8, plain)
+    assert dl.predict("allreduce", 8, sharp).algorithm in ("collnet_direct", "nvls")
+
+
+def test_small_messages_pick_low_latency_protocols_and_large_ones_simple():
+    c = dl.gpu_cluster(16, nic_bandwidth=IB8)
+    assert dl.predict("allreduce", 8, c).protocol == "LL"
+    assert dl.predict("allreduce", 2**33, c).protocol == "Simple"
+
+
+def test_training_step_time_splits_into_buckets():
+    c = dl.gpu_cluster(16, nic_bandwidth=IB8)
+    whole = dl.step_allreduce_time(1e9, c)
+    buckets = dl.step_allreduce_time(1e9, c, bucket_bytes=25 * 2**20)
+    assert buckets > whole  # each bucket pays the latency again
+    assert buckets < 38 * whole  # at most one whole-buffer time per bucket (1e9 / 25 MiB = 38 buckets)
+
+
+@settings(max_examples=40, deadline=None)
+@given(nodes=st.integers(1, 512), gpn=st.sampled_from([1, 2, 4, 8]), n=st.floats(0, 1e11))
+def test_prediction_is_finite_and_positive(nodes, gpn, n):
+    c = dl.gpu_cluster(nodes, gpus_per_node=gpn, nic_bandwidth=IB8 if nodes > 1 else None)
+    p = dl.predict("all_reduce", n, c)
+    if c.p == 1:
+        assert p.time == 0.0
+    else:
+        assert math.isfinite(p.time) and p.time > 0 and p.busbw >= 0
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(nodes=0), "nodes"),
+    (dict(nodes=2), "nic_bandwidth"),
+    (dict(nodes=2, nic_bandwidth=-1.0), "nic_bandwidth"),
+    (dict(nodes=1, gpus_per_node=0), "gpus_per_node"),
+    (dict(nodes=1, accelerator="A100", nvls=True), "nvls"),
+    (dict(nodes=1, network="carrier pigeon"), "network"),
+    (dict(nodes=1, accelerator="H900"), "H900"),
+])
+def test_bad_cluster_arguments_name_the_argument(kwargs, match):
+    nodes = kwargs.pop("nodes")
+    with pytest.raises((ValueError, KeyError), match=match):
+        dl.gpu_cluster(nodes, **kwargs)
+
+
+def test_bad_prediction_arguments():
+    c = dl.gpu_cluster(1)
+    with pytest.raises(ValueError, match="collective"):
+        dl.predict_busbw("alltoall", 8, c)
+    with pytest.raises(ValueError, match="n_bytes"):
+        dl.predict_busbw("allreduce", -1, c)
+    with pytest.raises(TypeError, match="cluster"):
+        dl.predict_busbw("allreduce", 8, "8xH100")
+    with pytest.raises(ValueError, match="algorithm"):
+        dl.predict("allreduce", 8, c, algorithm="nvls_tree")  # needs two nodes
+    with pytest.raises(ValueError, match="protocol"):
+        dl.predict("allreduce", 8, c, protocol="LL64")
+
+
+def test_collective_names_accept_torch_and_nccl_tests_spellings():
+    assert dl.canonical_collective("all_reduce") == "allreduce"
+    assert dl.collective_time("all_gather", 1e6, 8, alpha=0, bandwidth=1e9) == dl.collective_time(
+        "allgather", 1e6, 8, alpha=0, bandwidth=1e9)
+    assert dl.bus_factor("reduce-scatter", 8) == pytest.approx(7 / 8)
