@@ -133,7 +133,7 @@ def _under_mpiexec() -> bool:
 def run_sweep(comm, ns, *, progress=None) -> dict:
     """Time every size and algorithm on ``comm``; the same dict on every rank."""
     from distlib.engines.timing import compare_allreduce
-    from distlib.engines.tuner import calibrate
+    from distlib.engines.tuner import calibrate, set_calibration
 
     algorithms = _algorithms(ns.algorithms)
     itemsize = {"float32": 4, "float64": 8, "int32": 4}[ns.dtype]
@@ -144,7 +144,7 @@ def run_sweep(comm, ns, *, progress=None) -> dict:
     calibration = None
     if "auto" in algorithms and comm.size > 1:
         calibration = calibrate(comm, refresh=ns.recalibrate)
-        comm._distlib_calibration = calibration
+        set_calibration(comm, calibration)
     rows = []
     start = time.monotonic()
     for k, n_bytes in enumerate(todo):

@@ -27,7 +27,8 @@ from distlib.engines import (
     reduce_scatter,
     run_threads,
 )
-from distlib.engines.algorithms import _bounds
+from distlib.engines.algorithms import _bounds, hierarchical_allreduce, node_groups
+from distlib.engines.tuner import set_calibration
 from distlib.engines.comm import ThreadComm
 
 FAST = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -242,7 +243,7 @@ def test_auto_uses_the_communicators_fit(tmp_path, monkeypatch):
     cal = _cal(4, alpha, bandwidth)
 
     def work(comm):
-        comm._distlib_calibration = cal
+        set_calibration(comm, cal)
         small = choose_algorithm(comm, 4)
         big = choose_algorithm(comm, 1 << 20)
         out = allreduce(comm, np.full(5, comm.rank + 1.0), algorithm="auto")
