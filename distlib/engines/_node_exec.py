@@ -5,8 +5,7 @@ Run by path inside the node's network namespace (see :mod:`distlib.minicluster`)
     ip netns exec NETNS python .../_node_exec.py HOSTNAME COMMAND [ARGS...]
 
 It moves into a new UTS namespace (so ``hostname`` and ``socket.gethostname()``
-say ``HOSTNAME``, as on a real machine), sets ``DISTLIB_NODE=HOSTNAME`` and
-replaces itself with the command. It imports nothing from distlib, so
+say ``HOSTNAME``, as on a real machine) and replaces itself with the command. It imports nothing from distlib, so
 starting it costs one bare interpreter.
 """
 
@@ -34,7 +33,6 @@ def main(argv) -> None:  # pragma: no cover - runs inside the namespace
         raise SystemExit("usage: python _node_exec.py HOSTNAME COMMAND [ARGS...]")
     hostname, command = argv[0], argv[1:]
     become(hostname)
-    os.environ["DISTLIB_NODE"] = hostname
     program = command[0] if os.sep in command[0] else (shutil.which(command[0]) or command[0])
     os.execv(program, command)
 

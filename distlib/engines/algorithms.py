@@ -568,11 +568,14 @@ def _hd_allgather(comm, x, bounds) -> None:
 
 
 def this_node() -> str:
-    """The node this process runs on: ``$DISTLIB_NODE`` (set on a mini cluster's nodes), else the hostname."""
-    import os
+    """The node this process runs on: its hostname (each node of a mini cluster has its own).
+
+    Not an environment variable: ``mpiexec`` copies its own environment to
+    the ranks of every node.
+    """
     import socket
 
-    return os.environ.get("DISTLIB_NODE") or socket.gethostname()
+    return socket.gethostname()
 
 
 def node_groups(comm, node=None) -> list:
