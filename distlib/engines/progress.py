@@ -33,8 +33,10 @@ __all__ = ["BEAT", "DEFAULT_STALL", "note", "start", "Beat", "Watchdog"]
 BEAT = 0.5
 """Seconds between heartbeats."""
 
-DEFAULT_STALL = 15.0
-"""Seconds without a heartbeat before the launcher declares a rank stopped (named within ``stall + 1`` s)."""
+DEFAULT_STALL = float(os.environ.get("DISTLIB_STALL", "15"))
+"""Seconds without a heartbeat before the launcher declares a rank stopped (named within ``stall + 1`` s).
+
+``$DISTLIB_STALL`` changes it for every launcher in a process (the tests use 4 s)."""
 
 _ENV_DIR = "DISTLIB_PROGRESS_DIR"
 _state = {"doing": "starting", "calls": 0}
@@ -71,9 +73,11 @@ def start(rank=None) -> bool:
     node = socket.gethostname()  # each node of a mini cluster has its own
     pid = os.getpid()
 
+    main = threading.main_thread()
+
     def beat():
         tmp = path.with_suffix(".tmp")
-        while True:
+        while main.is_alive():  # stop with the program: never hold up the interpreter's exit
             record = {"rank": rank, "node": node, "pid": pid, "time": time.time(), "doing": _state["doing"],
                       "calls": _state["calls"]}  # fmt: skip
             try:
