@@ -53,6 +53,15 @@ def _marked(mark: str) -> list:
     return found
 
 
+def _doing(pid: int, rank: int) -> str:
+    """What rank ``rank`` (process ``pid``) last told the watchdog it was doing ("" if nothing yet)."""
+    try:
+        env = dict(item.split(b"=", 1) for item in Path(f"/proc/{pid}/environ").read_bytes().split(b"\0") if b"=" in item)
+        return json.loads((Path(env[b"DISTLIB_PROGRESS_DIR"].decode()) / f"rank{rank}.json").read_text())["doing"]
+    except (OSError, KeyError, ValueError):
+        return ""
+
+
 def _rank_pids(mark: str, *, rank_var: str) -> dict:
     out = {}
     for pid, env in _marked(mark):
@@ -278,7 +287,7 @@ def test_watchdog_names_a_stopped_rank(engine):
         rank_var = "RANK"
     t, box = _start(fn)
     pids = _wait_for(lambda: (lambda d: d if len(d) == 2 else None)(_rank_pids(mark, rank_var=rank_var)))
-    time.sleep(3)  # well into the timed loop
+    _wait_for(lambda: "allreduce" in _doing(pids[1], 1))  # into the timed loop
     os.kill(pids[1], signal.SIGSTOP)
     stopped = time.monotonic()
     t.join(60)
@@ -301,7 +310,7 @@ def test_losing_a_node_ends_the_run_and_names_it(fault):
                              env={"DISTLIB_TEST_MARK": mark})
         t, box = _start(fn)
         pids = _wait_for(lambda: (lambda d: d if len(d) == 4 else None)(_rank_pids(mark, rank_var="PMI_RANK")))
-        time.sleep(2)
+        _wait_for(lambda: "allreduce" in _doing(pids[3], 3))
         start = time.monotonic()
         if fault == "kill":
             for rank in (2, 3):  # every rank of node1

@@ -555,6 +555,7 @@ def run_mpi(target, n: int, *, args=(), timeout: float = 60.0, env=None, check: 
         run_id=run_id,
         network=network,
         nodes={b.rank: b.node for b in beats},
+        pids={b.rank: b.pid for b in beats},
     )
     shutil.rmtree(workdir, ignore_errors=True)
     if stalled:
@@ -606,14 +607,18 @@ def _failed_rank(result: RunResult):
 
 def _mpi_failure_message(target, n, result: RunResult) -> str:
     rank = _failed_rank(result)
-    killed = re.search(r"EXIT STRING: (.*?) \(signal (\d+)\)", result.launcher) or re.search(
-        r"KILLED BY SIGNAL: (\d+) \((.*?)\)", result.launcher)
-    where = re.search(r"RANK (\d+) PID \d+ RUNNING AT (\S+)", result.launcher)
+    killed = re.search(r"EXIT STRING: (.*?) \(signal (\d+)\)", result.launcher)
+    # Hydra names the host and the process id of the first rank to go (across nodes, the node that failed).
+    bad = re.search(r"PID (\d+) RUNNING AT (\S+)\s*\n=\s*(?:EXIT CODE|KILLED BY SIGNAL): (\d+)", result.launcher)
+    bad_rank = next((r for r, pid in result.pids.items() if bad and pid == int(bad.group(1))), None)
+    on = f" on node {bad.group(2)}" if bad and result.network == "mini cluster" else ""
     if killed:
-        sig, name = (killed.group(2), killed.group(1)) if killed.re.pattern.startswith("EXIT") else (killed.group(1), killed.group(2))
-        how = f"a rank was killed by signal {sig} ({name})"
-        if where:
-            how = f"rank {where.group(1)} on node {where.group(2)} was killed by signal {sig} ({name})"
+        how = f"a rank{on} was killed by signal {killed.group(2)} ({killed.group(1)})"
+    elif bad:
+        who = f"rank {bad_rank}" if bad_rank is not None else f"process {bad.group(1)}"
+        how = f"{who}{on or ' on ' + bad.group(2)} ended with exit code {bad.group(3)}"
+        if int(bad.group(3)) in (9, 15):
+            how += f" (killed by signal {bad.group(3)})"
     elif rank is not None:
         how = f"rank {rank} failed (exit status {result.returncode})"
     else:
