@@ -156,7 +156,9 @@ class Watchdog:
 
     def check(self) -> str | None:
         """A sentence naming the first stopped rank, or ``None`` while every rank beats."""
-        late = [b for b in self.beats() if b.age > self.stall]
+        # A rank whose process has exited is the launcher's business (an exit
+        # status, Hydra's report); here only ranks that are there but silent.
+        late = [b for b in self.beats() if b.age > self.stall and b.process_state() != "gone"]
         return late[0].describe() if late else None
 
     def gone(self) -> list:
