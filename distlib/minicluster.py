@@ -116,7 +116,13 @@ class LinkBytes:
 
 
 def minicluster_support() -> str | None:
-    """``None`` where a mini cluster can be made here, else the reason it cannot (a sentence)."""
+    """``None`` where a mini cluster can be made here, else the reason it cannot (a sentence).
+
+    ``DISTLIB_MINICLUSTER=0`` in the environment turns mini clusters off (a
+    book build that must not touch the network configuration, say).
+    """
+    if os.environ.get("DISTLIB_MINICLUSTER", "1") == "0":
+        return "mini clusters are turned off here (DISTLIB_MINICLUSTER=0)"
     if not sys.platform.startswith("linux"):
         return f"a mini cluster needs Linux network namespaces; this is {sys.platform}"
     if os.geteuid() != 0:

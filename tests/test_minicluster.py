@@ -324,3 +324,10 @@ def test_losing_a_node_ends_the_run_and_names_it(fault):
     assert "node1" in str(err)
     assert stray_processes(err.result.run_id) == [] and _marked(mark) == []
     assert _ours() == []
+
+
+def test_switched_off_gets_a_clear_error(monkeypatch):
+    monkeypatch.setenv("DISTLIB_MINICLUSTER", "0")
+    assert "DISTLIB_MINICLUSTER=0" in minicluster_support()
+    with pytest.raises(MiniClusterUnavailable, match="turned off"):
+        MiniCluster(2)
