@@ -23,6 +23,18 @@ Every run is bounded and leaves nothing behind:
   process manager puts each rank in a session of its own, so killing
   ``mpiexec``'s process group alone would not reach them).
 
+* each rank keeps a heartbeat (:mod:`distlib.engines.progress`), and a rank
+  that stops beating for ``stall`` seconds (15 by default, ``$DISTLIB_STALL``)
+  ends the run with :class:`RunStalled`, naming the rank, its node and what
+  it was doing; long runs stay allowed, since a rank waiting in a collective
+  keeps beating.
+
+All three launchers also run across a :class:`distlib.minicluster.MiniCluster`
+(``cluster=``): ``mpiexec`` with a host file and a launcher command that
+enters each node, one ``torchrun`` agent per node with the static rendezvous,
+or one process per rank placed on its node. They share one path for
+starting, waiting on and stopping processes (``_Processes``).
+
 Local runs stay on this machine: ``mpiexec -host localhost``, ranks talking
 through shared memory only (``UCX_TLS=self,sm``: MPICH's network layer opens
 no socket), torch ranks meeting through a ``file://`` rendezvous with gloo
