@@ -331,3 +331,18 @@ def test_switched_off_gets_a_clear_error(monkeypatch):
     assert "DISTLIB_MINICLUSTER=0" in minicluster_support()
     with pytest.raises(MiniClusterUnavailable, match="turned off"):
         MiniCluster(2)
+
+
+def test_two_level_widget_follows_its_controls():
+    pytest.importorskip("ipywidgets")
+    from distlib.widgets.minicluster import TwoLevelWidget
+
+    widget = TwoLevelWidget(nodes=2, ranks_per_node=2, link_gbit=1.0, intra_gb_per_s=1000.0, alpha_inter_us=0.1,
+                            alpha_intra_us=0.1, n_bytes=1e9)  # fmt: skip
+    assert widget.result.gain == pytest.approx(1.5, rel=0.02)  # link-bound: 1.5 n against n over the link
+    assert widget.fig.image.value[:4] == b"\x89PNG"
+    widget.ranks_slider.value = 8
+    assert widget.result.gain == pytest.approx(15 / 8 / 1.0, rel=0.03)
+    widget.size_slider.value = 1e3  # tiny buffers: latency decides, and the hierarchy takes fewer slow steps
+    assert widget.result.seconds["hierarchical"] < widget.result.seconds["ring"]
+    assert "x" in widget.summary.value
