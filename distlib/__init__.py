@@ -30,7 +30,7 @@ from .collectives import (COLLECTIVES, ALGORITHMS, ALLREDUCE_ALGORITHMS, p2p_tim
                           bandwidth_lower_bound, fastest_algorithm, crossover_size, Regime, regime, bus_factor,
                           bus_bandwidth, algorithm_bandwidth, in_network_allreduce_time, fit_alpha_beta, FitReport,
                           fit_report, NcclTable, load_nccl_table, check_nccl_table, canonical_collective,
-                          alpha_beta_time, COLLECTIVE_ALIASES)
+                          alpha_beta_time, COLLECTIVE_ALIASES, two_level_allreduce_time)
 
 # chapters 2 and 7: a real GPU cluster and what NCCL does on it
 from .gpu_cluster import (NETWORKS, NCCL_ALGORITHMS, NCCL_PROTOCOLS, Calibration, calibration, GpuCluster,

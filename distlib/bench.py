@@ -61,10 +61,11 @@ __all__ = ["main", "parse_size", "sizes", "format_table", "ALGORITHM_NAMES", "DT
            "BenchResult", "run_sweep", "run_bench"]
 
 ALGORITHM_NAMES = {"ring": "ring", "tree": "tree", "hd": "halving_doubling", "halving_doubling": "halving_doubling",
-                   "rd": "recursive_doubling", "recursive_doubling": "recursive_doubling", "auto": "auto"}  # fmt: skip
+                   "rd": "recursive_doubling", "recursive_doubling": "recursive_doubling", "auto": "auto",
+                   "hier": "hierarchical", "hierarchical": "hierarchical"}  # fmt: skip
 """Names accepted by ``--algorithms`` (``hd`` is short for halving_doubling, ``rd`` for recursive_doubling)."""
 
-_SHORT = {"halving_doubling": "hd", "recursive_doubling": "rd"}
+_SHORT = {"halving_doubling": "hd", "recursive_doubling": "rd", "hierarchical": "hier"}
 _DTYPE_NAMES = {"float32": "float", "float64": "double", "int32": "int32"}
 DTYPE_NAMES = {"float": "float32", "float32": "float32", "double": "float64", "float64": "float64", "int32": "int32",
                "int": "int32", "half": "float16", "float16": "float16", "bfloat16": "bfloat16"}  # fmt: skip
@@ -124,6 +125,7 @@ class BenchResult:
     statistic: str = "median"
     redop: str = "sum"
     check: bool = True
+    cluster: str | None = None  # the mini cluster the ranks ran across (distlib.minicluster), if any
 
     @property
     def sizes(self) -> list:
@@ -234,6 +236,11 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--recalibrate", action="store_true", help="measure auto's alpha-beta fit afresh (ignore the cache)")
     parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     parser.add_argument("--timeout", type=float, default=600.0, help="seconds before a launched run is killed")
+    # A cluster on one machine (distlib.minicluster; chapter "A cluster on one machine").
+    parser.add_argument("--nodes", type=int, default=None,
+                        help="run on a simulated cluster of this many nodes (root only; --ranks spread evenly)")
+    parser.add_argument("--link-gbit", type=float, default=None,
+                        help="with --nodes: each node's link rate in Gbit/s per direction (default: unthrottled)")
     return parser
 
 
@@ -278,7 +285,7 @@ def _algorithms(text: str) -> list:
     out = []
     for name in filter(None, (t.strip() for t in text.split(","))):
         if name not in ALGORITHM_NAMES:
-            raise SystemExit(f"--algorithms: unknown algorithm {name!r}; choose from ring, tree, hd, rd, auto")
+            raise SystemExit(f"--algorithms: unknown algorithm {name!r}; choose from ring, tree, hd, rd, hier(archical), auto")
         if ALGORITHM_NAMES[name] not in out:
             out.append(ALGORITHM_NAMES[name])
     return out
@@ -316,7 +323,7 @@ def run_sweep(comm, *, algorithms=("ring",), dtype="float32", min_bytes=8, max_b
         ``progress(done, total, n_bytes, elapsed)`` after each size.
     """
     from distlib.engines.timing import compare_allreduce
-    from distlib.engines.tuner import calibrate
+    from distlib.engines.tuner import calibrate, set_calibration
 
     algorithms = _algorithms(",".join(algorithms) if not isinstance(algorithms, str) else algorithms)
     dtype = _dtype(dtype)
@@ -328,7 +335,7 @@ def run_sweep(comm, *, algorithms=("ring",), dtype="float32", min_bytes=8, max_b
     calibration = None
     if "auto" in algorithms and comm.size > 1:
         calibration = calibrate(comm, refresh=recalibrate)
-        comm._distlib_calibration = calibration
+        set_calibration(comm, calibration)
     rows = []
     start = time.monotonic()
     for k, n_bytes in enumerate(todo):
@@ -355,11 +362,15 @@ def run_sweep(comm, *, algorithms=("ring",), dtype="float32", min_bytes=8, max_b
     return BenchResult(
         collective="allreduce", engine=comm.engine, p=comm.size, dtype=dtype, iters=iters, warmup=warmup,
         algorithms=tuple(["builtin"] + algorithms), memcpy_bandwidth=membw, transport=_transport(comm),
-        calibration=calibration.to_dict() if calibration else None, rows=tuple(rows), check=bool(check))
+        calibration=calibration.to_dict() if calibration else None, rows=tuple(rows), check=bool(check),
+        cluster=os.environ.get("DISTLIB_CLUSTER"))
 
 
 def _transport(comm) -> str:
     """How the ranks' bytes travel, in words (printed under the table's title)."""
+    if os.environ.get("DISTLIB_CLUSTER"):  # set by the launchers on a mini cluster
+        inside = "MPICH shared memory" if comm.engine == "mpi" else "gloo over TCP on the node"
+        return f"{os.environ['DISTLIB_CLUSTER']}: {inside} inside a node, TCP over the throttled links between nodes"
     if comm.engine == "mpi":
         single = os.environ.get("MPIR_CVAR_CH4_CMA_ENABLE") == "1"
         return ("MPICH shared memory, single copy (CMA: the receiver reads the sender's buffer)" if single else
@@ -549,6 +560,8 @@ def main(argv=None) -> int:
     ns = _parser().parse_args(argv)
     _check_cli(ns)
     _algorithms(ns.algorithms)  # fail early on a bad name
+    if (ns.nodes is not None or ns.link_gbit is not None) and not _under_mpiexec() and "RANK" not in os.environ:
+        return _run_on_mini_cluster(argv, ns)
     if ns.engine == "mpi":
         if _under_mpiexec():
             from distlib.engines.mpi import world
@@ -592,6 +605,69 @@ def main(argv=None) -> int:
 
     result = run_torch("distlib.bench:_torch_rank_main", ranks, backend=ns.engine, args=argv, timeout=ns.timeout, check=False, echo=True)
     if result.returncode:
+        for r in range(1, result.p):
+            if result.stderr[r].strip():
+                sys.stderr.write(f"--- rank {r} stderr ---\n{result.stderr[r]}")
+    return result.returncode
+
+
+# ----------------------------------------------------------------------------
+# A cluster on one machine: --nodes N --link-gbit R
+# ----------------------------------------------------------------------------
+
+
+def _run_on_mini_cluster(argv, ns) -> int:
+    """Make a mini cluster, run the bench's ranks across it with the engine's launcher, remove it."""
+    from distlib.engines.launch import run_mpi, run_torch
+    from distlib.minicluster import MiniClusterUnavailable, mini_cluster
+
+    nodes = 2 if ns.nodes is None else ns.nodes
+    ranks = 2 * nodes if ns.ranks is None else ns.ranks
+    if not 1 <= nodes <= 64:
+        print(f"--nodes must be between 1 and 64, got {nodes}", file=sys.stderr)
+        return 2
+    if ranks < nodes or ranks % nodes:
+        print(f"--ranks must be a positive multiple of --nodes ({nodes}), got {ranks}", file=sys.stderr)
+        return 2
+    if ns.link_gbit is not None and not 0.01 <= ns.link_gbit <= 100:
+        print(f"--link-gbit must be between 0.01 and 100 (Gbit/s per direction), got {ns.link_gbit:g}", file=sys.stderr)
+        return 2
+    if ns.engine == "nccl":
+        print("--nodes: the mini cluster runs CPU engines (--engine mpi or gloo); NCCL needs GPUs", file=sys.stderr)
+        return 2
+    try:
+        cluster_cm = mini_cluster(nodes, link_gbit=ns.link_gbit)
+        cluster = cluster_cm.__enter__()
+    except MiniClusterUnavailable as exc:
+        print(f"--nodes: cannot make a mini cluster here: {exc}", file=sys.stderr)
+        return 2
+    try:
+        if ns.engine == "mpi":
+            result = run_mpi("distlib.bench", ranks, args=argv, timeout=ns.timeout, check=False, cluster=cluster)
+        else:
+            result = run_torch("distlib.bench:_torch_rank_main", ranks, backend=ns.engine, args=argv,
+                               timeout=ns.timeout, check=False, cluster=cluster)  # fmt: skip
+        links = {node.hostname: cluster.link_bytes(node) for node in cluster.nodes}
+    finally:
+        cluster_cm.__exit__(None, None, None)
+    sys.stderr.write(result.stderr[0])
+    out = result.stdout[0]
+    if ns.json and out.strip():
+        try:
+            data = json.loads(out)
+        except ValueError:
+            pass
+        else:
+            data["link_gbit"] = ns.link_gbit
+            data["nodes"] = nodes
+            data["link_bytes"] = {h: {"sent": b.sent, "received": b.received} for h, b in links.items()}
+            out = json.dumps(data, indent=1) + "\n"
+    sys.stdout.write(out)
+    if not ns.json:
+        for host, b in links.items():
+            print(f"# link of {host}: {b.sent} bytes sent, {b.received} bytes received (tc counters)")
+    if result.returncode:
+        sys.stderr.write(result.launcher)
         for r in range(1, result.p):
             if result.stderr[r].strip():
                 sys.stderr.write(f"--- rank {r} stderr ---\n{result.stderr[r]}")

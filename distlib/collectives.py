@@ -95,6 +95,7 @@ __all__ = [
     "NcclTable",
     "load_nccl_table",
     "check_nccl_table",
+    "two_level_allreduce_time",
 ]
 
 COLLECTIVES = ("allreduce", "reduce_scatter", "allgather", "broadcast", "reduce")
@@ -983,3 +984,61 @@ def check_nccl_table(table: NcclTable, *, allow_rounding: bool = True) -> list:
             problems.append({"row": i, "column": "busbw", "printed": round(float(bus), dec_bus),
                              "expected": round(float(exact_alg * factor), dec_bus)})
     return problems
+
+
+# --------------------------------------------------------------------------
+# Two-level clusters: fast links inside a node, one slower link per node
+# (chapter "A cluster on one machine"; distlib.engines.algorithms.hierarchical_allreduce)
+# --------------------------------------------------------------------------
+
+
+def two_level_allreduce_time(n_bytes, nodes, ranks_per_node, *, alpha_intra, bandwidth_intra, alpha_inter,
+                             bandwidth_inter, algorithm="hierarchical"):  # fmt: skip
+    """Alpha-beta time of an all-reduce on ``nodes`` nodes of ``ranks_per_node`` ranks each, in seconds.
+
+    Inside a node every rank has links of ``bandwidth_intra`` (bytes/s, one
+    direction) and latency ``alpha_intra``; each node has *one* link to the
+    others of ``bandwidth_inter`` (bytes/s, one direction), which all of its
+    ranks share, with latency ``alpha_inter``. With ``N = nodes``,
+    ``L = ranks_per_node``, ``p = N L``:
+
+    ``"ring"`` (flat ring, ranks of a node next to each other): ``2 (p - 1)``
+    steps of ``n/p`` bytes; in each step one rank per node sends across, so
+    a step costs ``max(alpha_intra + n/(p B_intra), alpha_inter + n/(p B_inter))``
+    and the slow link sets the pace: busbw ~ ``B_inter``.
+
+    ``"hierarchical"``: a ring reduce-scatter inside the node, then ``L``
+    ring all-reduces of ``n/L`` bytes across the nodes at once (sharing the
+    node's link: ``2 (N - 1) / N * n`` bytes cross it per direction), then
+    a ring all-gather inside the node::
+
+        2 [(L - 1) alpha_intra + (L - 1)/L n / B_intra] + 2 (N - 1) alpha_inter + 2 (N - 1)/N n / B_inter
+
+    so the bytes over the slow link drop from ``2 (p - 1)/p n`` to
+    ``2 (N - 1)/N n``: 1.5 n against n for 2 nodes of 2 ranks.
+
+    Examples
+    --------
+    2 nodes x 2 ranks, 1 MB, free intra-node links, 250 MB/s between nodes, no latency:
+
+    >>> kw = dict(alpha_intra=0, bandwidth_intra=1e15, alpha_inter=0, bandwidth_inter=250e6)
+    >>> round(two_level_allreduce_time(1e6, 2, 2, algorithm="ring", **kw) * 1e3, 3)       # 1.5 MB at 250 MB/s
+    6.0
+    >>> round(two_level_allreduce_time(1e6, 2, 2, **kw) * 1e3, 3)                           # 1 MB at 250 MB/s
+    4.0
+    """
+    n = _n_bytes(n_bytes)
+    N = check_int("nodes", nodes, minimum=1)
+    L = check_int("ranks_per_node", ranks_per_node, minimum=1)
+    a_in, b_in = check_real("alpha_intra", alpha_intra, minimum=0), check_real("bandwidth_intra", bandwidth_intra, minimum=0, strict_min=True)
+    a_x, b_x = check_real("alpha_inter", alpha_inter, minimum=0), check_real("bandwidth_inter", bandwidth_inter, minimum=0, strict_min=True)
+    algorithm = check_choice("algorithm", algorithm, ("hierarchical", "ring"))
+    p = N * L
+    if N == 1:
+        return collective_time("allreduce", n, L, alpha=a_in, bandwidth=b_in)
+    if algorithm == "ring":
+        step = np.maximum(a_in + n / p / b_in, a_x + n / p / b_x) if L > 1 else a_x + n / p / b_x
+        return 2 * (p - 1) * (float(step) if np.ndim(step) == 0 else step)
+    inside = collective_time("reduce_scatter", n, L, alpha=a_in, bandwidth=b_in)
+    across = collective_time("allreduce", n / L, N, alpha=a_x, bandwidth=b_x / L)  # L rings share the link
+    return 2 * inside + across

@@ -27,7 +27,8 @@ from distlib.engines import (
     reduce_scatter,
     run_threads,
 )
-from distlib.engines.algorithms import _bounds
+from distlib.engines.algorithms import _bounds, hierarchical_allreduce, node_groups
+from distlib.engines.tuner import set_calibration
 from distlib.engines.comm import ThreadComm
 
 FAST = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -242,7 +243,7 @@ def test_auto_uses_the_communicators_fit(tmp_path, monkeypatch):
     cal = _cal(4, alpha, bandwidth)
 
     def work(comm):
-        comm._distlib_calibration = cal
+        set_calibration(comm, cal)
         small = choose_algorithm(comm, 4)
         big = choose_algorithm(comm, 1 << 20)
         out = allreduce(comm, np.full(5, comm.rank + 1.0), algorithm="auto")
@@ -378,3 +379,27 @@ def test_recursive_doubling_reuses_its_plan_only_for_the_same_buffer_kind():
     for per_rank in run_threads(work, 3):
         for (n, dtype, algorithm), got in zip(calls, per_rank):
             assert got.dtype == dtype and got.tolist() == (3 * np.arange(n) + 3).tolist(), (n, dtype, algorithm)
+
+
+def test_no_import_circle_and_no_state_on_the_communicator(tmp_path, monkeypatch):
+    # algorithms must not import tuner or timing (tuner -> timing -> algorithms is the one direction)
+    import ast
+    from pathlib import Path
+
+    import distlib.engines.algorithms as algorithms_module
+
+    tree = ast.parse(Path(algorithms_module.__file__).read_text())
+    imported = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module}
+    assert not imported & {"tuner", "timing"}, imported
+    # auto and recursive doubling keep what they remember with their own modules, not on the Comm
+    monkeypatch.setenv("DISTLIB_CACHE_DIR", str(tmp_path))
+    cal = _cal(2, {"ring": 5e-6, "tree": 1e-9, "halving_doubling": 5e-6}, {"ring": 1e10, "tree": 1e7, "halving_doubling": 1e10})
+
+    def work(comm):
+        set_calibration(comm, cal)
+        allreduce(comm, np.ones(3), algorithm="auto")
+        allreduce(comm, np.ones(3), algorithm="recursive_doubling")
+        return sorted(k for k in comm.__dict__ if k not in ("rank", "size", "_world") and not k.startswith("_scratch"))
+
+    for keys in run_threads(work, 2):
+        assert keys == [], keys

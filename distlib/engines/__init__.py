@@ -17,6 +17,8 @@ The chapters "MPI" and "NCCL and GPU collectives" teach from this package.
 * :mod:`~distlib.engines.mpi` and :mod:`~distlib.engines.torch_dist` -- the
   engines themselves. They import mpi4py / torch only when used, and say
   what to ``pip install`` when it is missing;
+* :mod:`~distlib.engines.progress` -- ranks' heartbeats, and the
+  launchers' watchdog that names a rank that stopped;
 * :mod:`~distlib.engines.selftest` -- every book collective checked against
   the engine's built-in, as one SPMD program.
 
@@ -37,6 +39,7 @@ from .launch import (
     PrivateNetworkUnavailable,
     RunError,
     RunResult,
+    RunStalled,
     RunTimeout,
     find_mpiexec,
     run_mpi,
@@ -64,6 +67,7 @@ __all__ = [
     "RunResult",
     "RunError",
     "RunTimeout",
+    "RunStalled",
     "Outcome",
     "run_mpi",
     "run_torch",

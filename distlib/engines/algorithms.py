@@ -71,12 +71,15 @@ __all__ = [
     "allgather",
     "broadcast",
     "reduce",
+    "hierarchical_allreduce",
+    "node_groups",
+    "set_auto_chooser",
 ]
 
 ALLREDUCE_ALGORITHMS = ("ring", "tree", "halving_doubling", "recursive_doubling")
 """The book's all-reduce algorithms (``"auto"`` chooses among these)."""
 
-_ALLREDUCE_CHOICES = ALLREDUCE_ALGORITHMS + ("builtin", "auto")
+_ALLREDUCE_CHOICES = ALLREDUCE_ALGORITHMS + ("hierarchical", "builtin", "auto")
 _RS_AG_CHOICES = ("ring", "halving_doubling", "builtin")
 
 
@@ -94,12 +97,26 @@ def _bounds(n: int, p: int) -> tuple:
     return tuple(i * q + min(i, extra) for i in range(p + 1))
 
 
-@lru_cache(maxsize=None)
-def _choose_algorithm():
-    """:func:`distlib.engines.tuner.choose_algorithm`, imported on first use (the tuner imports this module)."""
-    from .tuner import choose_algorithm
+_CHOOSER: list = []
+"""The function ``algorithm="auto"`` asks: :mod:`distlib.engines.tuner` puts
+:func:`~distlib.engines.tuner.choose_algorithm` here when it is imported
+(importing :mod:`distlib.engines` does so). Dependencies then run one way,
+tuner -> timing -> algorithms, with no import back."""
 
-    return choose_algorithm
+
+def set_auto_chooser(choose) -> None:
+    """Install ``choose(comm, n_bytes) -> algorithm name`` as what ``algorithm="auto"`` runs."""
+    if not callable(choose):
+        raise TypeError(f"choose must be callable(comm, n_bytes), got {type(choose).__name__}")
+    _CHOOSER[:] = [choose]
+
+
+def _choose_algorithm():
+    if not _CHOOSER:
+        import importlib
+
+        importlib.import_module(__package__ + ".tuner")  # registers itself; not an import cycle at load time
+    return _CHOOSER[0]
 
 
 def _check_comm(comm) -> Comm:
@@ -160,6 +177,8 @@ def allreduce(comm, buf, *, op: str = "sum", algorithm: str = "ring"):
     elif algorithm == "tree":
         _tree_reduce(comm, x, 0, op)
         _tree_broadcast(comm, x, 0)
+    elif algorithm == "hierarchical":
+        _hier_allreduce(comm, x, op, _hierarchy(comm, None))
     else:
         _hd_allreduce(comm, x, op)
     return buf
@@ -495,14 +514,11 @@ def _rd_allreduce(comm, x, op) -> None:
     IEEE addition is commutative), so every rank ends with bit-identical
     values.
     """
-    # Small messages are all overhead: keep this size's fold and scratch view
-    # on the communicator, so a repeated call goes straight to the loop even
-    # when other algorithms use the scratch space in between.
-    plan = comm.__dict__.get("_rd_plan")
-    if plan is None or plan[0] != len(x) or plan[1] is not x.dtype or plan[2] != getattr(x, "device", None):
-        plan = comm._rd_plan = (len(x), x.dtype, getattr(x, "device", None),
-                                _fold(comm.size, comm.rank), comm.scratch(len(x), like=x))  # fmt: skip
-    fold, tmp = plan[3], plan[4]
+    # Small messages are all overhead: the fold is remembered per (p, rank)
+    # and the scratch view per size (Comm.scratch), so a repeated call goes
+    # almost straight to the loop.
+    fold = _fold(comm.size, comm.rank)
+    tmp = comm.scratch(len(x), like=x)
     if fold.folded:
         _fold_in(comm, x, tmp, fold, op)
     sendrecv, combine = comm.sendrecv, comm.combine
@@ -544,3 +560,122 @@ def _hd_allgather(comm, x, bounds) -> None:
     if not fold.sits_out:
         _doubling(comm, x, _super_bounds(bounds, fold), fold)
     _fold_out(comm, x, fold)
+
+
+# ----------------------------------------------------------------------------
+# Hierarchical: a fast link inside a node, a slow one between nodes
+# ----------------------------------------------------------------------------
+
+
+def this_node() -> str:
+    """The node this process runs on: its hostname (each node of a mini cluster has its own).
+
+    Not an environment variable: ``mpiexec`` copies its own environment to
+    the ranks of every node.
+    """
+    import socket
+
+    return socket.gethostname()
+
+
+def node_groups(comm, node=None) -> list:
+    """Ranks grouped by node, in order of each node's lowest rank (every rank must call).
+
+    ``node`` is this rank's node label (default :func:`this_node`).
+
+    >>> from distlib.engines.comm import run_threads
+    >>> run_threads(lambda c: node_groups(c, node=f"n{c.rank % 2}"), 4)[0]
+    [[0, 2], [1, 3]]
+    """
+    comm = _check_comm(comm)
+    labels = comm.allgather_object(this_node() if node is None else str(node))
+    groups: dict = {}
+    for r, label in enumerate(labels):
+        groups.setdefault(label, []).append(r)
+    return sorted(groups.values())
+
+
+class _Hierarchy:
+    """This rank's two sub-communicators: its node, and its peers (same local index) on the other nodes."""
+
+    def __init__(self, comm, groups):
+        from .comm import SubComm
+
+        mine = next(g for g in groups if comm.rank in g)
+        self.groups = groups
+        self.even = len({len(g) for g in groups}) == 1
+        self.local = SubComm(comm, mine)
+        i = mine.index(comm.rank)
+        self.cross = SubComm(comm, [g[i] for g in groups]) if self.even else None
+
+
+# Each communicator's node structure, kept by this module (its owner) and
+# forgotten with the communicator; threads pass ``node`` explicitly instead.
+import weakref  # noqa: E402
+
+_HIERARCHIES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def _hierarchy(comm, node) -> _Hierarchy:
+    if node is None:
+        h = _HIERARCHIES.get(comm)
+        if h is None:
+            h = _HIERARCHIES[comm] = _Hierarchy(comm, node_groups(comm))
+        return h
+    return _Hierarchy(comm, node_groups(comm, node))
+
+
+def _hier_allreduce(comm, x, op, h: _Hierarchy) -> None:
+    if not h.even or len(h.groups) == 1 or h.local.size == 1:
+        # One node, one rank per node, or nodes of unequal size: the flat ring.
+        bounds = _bounds(len(x), comm.size)
+        _ring_reduce_scatter(comm, x, bounds, op)
+        _ring_allgather(comm, x, bounds)
+        return
+    local, cross = h.local, h.cross
+    bl = _bounds(len(x), local.size)
+    _ring_reduce_scatter(local, x, bl, op)  # inside the node: local rank i owns chunk i of the node's sum
+    piece = x[bl[local.rank] : bl[local.rank + 1]]
+    if len(piece):  # across nodes: only 1/L of the buffer per rank crosses the slow links
+        bc = _bounds(len(piece), cross.size)
+        _ring_reduce_scatter(cross, piece, bc, op)
+        _ring_allgather(cross, piece, bc)
+    _ring_allgather(local, x, bl)  # inside the node again: everyone gets every chunk
+
+
+def hierarchical_allreduce(comm, buf, *, op: str = "sum", node=None):
+    """All-reduce in three phases that respect a fast link inside a node and a slow one between nodes.
+
+    1. reduce-scatter inside each node (ring over its ``L`` ranks): local
+       rank ``i`` then holds chunk ``i`` summed over its node;
+    2. all-reduce of that chunk across nodes (ring over the ``N`` ranks with
+       local index ``i``, one per node), so each rank sends only
+       ``2 (N - 1) / N`` of ``1/L`` of the buffer over the slow links;
+    3. all-gather inside each node.
+
+    ``allreduce(comm, buf, algorithm="hierarchical")`` is the same with the
+    node found by :func:`this_node`. With one node, one rank per node or
+    nodes of unequal size it is the flat ring. The cost model is
+    :func:`distlib.collectives.hierarchical_allreduce_time`.
+
+    Parameters
+    ----------
+    comm : Comm
+    buf : array or tensor
+    op : {"sum", "max", "min"}
+    node : str, optional
+        This rank's node label (all ranks with the same label share a node).
+
+    Examples
+    --------
+    >>> from distlib.engines.comm import run_threads
+    >>> out = run_threads(lambda c: hierarchical_allreduce(c, np.arange(5.0) + c.rank, node=f"n{c.rank // 2}"), 4)
+    >>> out[3].tolist()      # 4 * i + (0 + 1 + 2 + 3)
+    [6.0, 10.0, 14.0, 18.0, 22.0]
+    """
+    comm = _check_comm(comm)
+    op = check_op(op)
+    x = comm.flat(buf)
+    if comm.size > 1 and len(x):
+        _hier_allreduce(comm, x, op, _hierarchy(comm, node))
+    return buf

@@ -36,6 +36,7 @@ __all__ = [
     "Request",
     "ThreadComm",
     "DeadlockError",
+    "SubComm",
     "run_threads",
 ]
 
@@ -180,7 +181,7 @@ class Comm:
 
     def free_scratch(self) -> None:
         """Drop the buffers kept by :meth:`scratch`."""
-        for name in ("_scratch", "_scratch_views", "_scratch_last", "_rd_plan"):
+        for name in ("_scratch", "_scratch_views", "_scratch_last"):
             self.__dict__.pop(name, None)
 
     def copy(self, buf):
@@ -228,6 +229,67 @@ class Comm:
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} engine={self.engine!r} rank={self.rank} size={self.size}>"
+
+
+class SubComm(Comm):
+    """Some ranks of a communicator, seen as a communicator of their own.
+
+    ``SubComm(parent, ranks)`` on a rank listed in ``ranks`` has ``rank`` =
+    its position in that list and ``size = len(ranks)``; point-to-point
+    calls go to the parent with ranks translated back. It is how the
+    hierarchical all-reduce runs the book's ring inside a node and across
+    nodes without asking the engine for new communicators. Messages keep
+    the parent's ordering (one pair, one tag), so the phases that use
+    different sub-communicators one after the other cannot mix.
+    Only point-to-point calls and buffer helpers are offered: no built-ins.
+    """
+
+    def __init__(self, parent: Comm, ranks):
+        ranks = [int(r) for r in ranks]
+        if parent.rank not in ranks:
+            raise ValueError(f"ranks must include this rank ({parent.rank}), got {ranks}")
+        self.parent = parent
+        self.ranks = ranks
+        self.rank = ranks.index(parent.rank)
+        self.size = len(ranks)
+        self.engine = parent.engine
+
+    def send(self, buf, dest, *, tag=0):
+        self.parent.send(buf, self.ranks[dest], tag=tag)
+
+    def recv(self, buf, source, *, tag=0):
+        self.parent.recv(buf, self.ranks[source], tag=tag)
+
+    def isend(self, buf, dest, *, tag=0):
+        return self.parent.isend(buf, self.ranks[dest], tag=tag)
+
+    def irecv(self, buf, source, *, tag=0):
+        return self.parent.irecv(buf, self.ranks[source], tag=tag)
+
+    def sendrecv(self, sendbuf, dest, recvbuf, source, *, tag=0):
+        self.parent.sendrecv(sendbuf, self.ranks[dest], recvbuf, self.ranks[source], tag=tag)
+
+    # Buffers are the parent's kind (and its scratch space: one collective at a time).
+    def empty(self, n, like):
+        return self.parent.empty(n, like)
+
+    def scratch(self, n, like):
+        return self.parent.scratch(n, like)
+
+    def copy(self, buf):
+        return self.parent.copy(buf)
+
+    def combine(self, dst, src, op="sum"):
+        self.parent.combine(dst, src, op)
+
+    def flat(self, buf):
+        return self.parent.flat(buf)
+
+    def itemsize(self, buf):
+        return self.parent.itemsize(buf)
+
+    def __repr__(self) -> str:
+        return f"<SubComm of ranks {self.ranks} of {self.parent!r}, rank={self.rank}>"
 
 
 def _nonempty(buf) -> bool:

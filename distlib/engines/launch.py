@@ -23,6 +23,18 @@ Every run is bounded and leaves nothing behind:
   process manager puts each rank in a session of its own, so killing
   ``mpiexec``'s process group alone would not reach them).
 
+* each rank keeps a heartbeat (:mod:`distlib.engines.progress`), and a rank
+  that stops beating for ``stall`` seconds (15 by default, ``$DISTLIB_STALL``)
+  ends the run with :class:`RunStalled`, naming the rank, its node and what
+  it was doing; long runs stay allowed, since a rank waiting in a collective
+  keeps beating.
+
+All three launchers also run across a :class:`distlib.minicluster.MiniCluster`
+(``cluster=``): ``mpiexec`` with a host file and a launcher command that
+enters each node, one ``torchrun`` agent per node with the static rendezvous,
+or one process per rank placed on its node. They share one path for
+starting, waiting on and stopping processes (``_Processes``).
+
 Local runs stay on this machine: ``mpiexec -host localhost``, ranks talking
 through shared memory only (``UCX_TLS=self,sm``: MPICH's network layer opens
 no socket), torch ranks meeting through a ``file://`` rendezvous with gloo
@@ -60,11 +72,13 @@ from pathlib import Path
 
 from .._check import check_choice, check_int, check_real
 from ._isolate import cma_available, network_prefix
+from .progress import DEFAULT_STALL, Watchdog
 
 __all__ = [
     "RunResult",
     "RunError",
     "RunTimeout",
+    "RunStalled",
     "Outcome",
     "run_mpi",
     "run_torch",
@@ -108,7 +122,10 @@ class RunResult:
         Rank -> process id (torch runs; MPI ranks are ``mpiexec``'s children).
     network : str
         ``"private"`` (an MPI run in its own loopback-only network
-        namespace) or ``"host"``.
+        namespace), ``"host"``, or ``"mini cluster"`` (ranks on the nodes of
+        a :class:`distlib.minicluster.MiniCluster`).
+    nodes : dict
+        Rank -> the node it ran on, where its heartbeat said.
     """
 
     stdout: list
@@ -121,6 +138,8 @@ class RunResult:
     run_id: str
     pids: dict = field(default_factory=dict)
     network: str = "host"
+    nodes: dict = field(default_factory=dict)
+    """Rank -> hostname of the node it ran on (runs with a heartbeat; see :mod:`~distlib.engines.progress`)."""
 
     @property
     def p(self) -> int:
@@ -161,6 +180,17 @@ class PrivateNetworkUnavailable(RuntimeError):
 
 class RunTimeout(RunError):
     """The run did not finish in time: a deadlock or a hung rank. Everything was killed."""
+
+
+class RunStalled(RunTimeout):
+    """A rank stopped making progress (the watchdog), or a node was cut off; the run was ended early.
+
+    ``.rank`` and ``.node`` name it where known.
+    """
+
+    def __init__(self, message: str, result: RunResult, rank: int | None = None, node: str | None = None):
+        super().__init__(message, result, rank)
+        self.node = node
 
 
 @dataclass
@@ -275,28 +305,108 @@ def _kill_run(run_id: str, popens, *, grace: float = 0.0) -> None:
             pass
 
 
-def _run_launcher(command, env, run_id: str, wait: float):
-    """Start one launcher (mpiexec, torchrun) in a session of its own, wait up to ``wait`` s, then stop the whole run.
+class _Processes:
+    """The processes of one run (ranks, or launchers such as mpiexec and torchrun), on one host or many.
 
-    Returns ``(what the launcher printed, whether it timed out, the Popen)``.
+    Each starts in a session of its own; threads pump its output and record
+    the order in which processes exit, so the first to fail is the one
+    blamed, not its victims. :meth:`wait` returns when all have exited, one
+    has failed, the time is up, or ``watch()`` (the progress watchdog, the
+    mini cluster's health) has something to say; :meth:`stop` ends every
+    process of the run, however it went. The one path every launcher here
+    takes: :func:`run_mpi` (one ``mpiexec``), :func:`run_torch` (one
+    process per rank, on one node or spread over a mini cluster's nodes) and
+    :func:`run_torchrun` (one ``torchrun`` agent per node).
     """
-    proc = subprocess.Popen(
-        command, env=env, start_new_session=True, stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace",
-    )  # fmt: skip
-    pieces: list = []
-    reader = threading.Thread(target=lambda: pieces.append(proc.stdout.read()), daemon=True)
-    reader.start()
-    timed_out = False
-    try:
-        try:
-            proc.wait(timeout=wait)
-        except subprocess.TimeoutExpired:
-            timed_out = True
-    finally:
-        _kill_run(run_id, [proc])
-        reader.join(timeout=5)
-    return "".join(p for p in pieces if p), timed_out, proc
+
+    def __init__(self, run_id: str):
+        self.run_id = run_id
+        self.procs: list = []
+        self.outs: list = []
+        self.errs: list = []
+        self.readers: list = []
+        self.exits: list = []
+        self.cond = threading.Condition()
+
+    def start(self, command, env, *, merge: bool = False, echo: bool = False) -> int:
+        proc = subprocess.Popen(
+            command, env=env, start_new_session=True, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT if merge else subprocess.PIPE, text=True, errors="replace",
+        )  # fmt: skip
+        i = len(self.procs)
+        self.procs.append(proc)
+        out, err = [], []
+        self.outs.append(out)
+        self.errs.append(err)
+        mirrors = (sys.stdout, sys.stderr) if echo else (None, None)
+        streams = [(proc.stdout, out, mirrors[0])] + ([] if merge else [(proc.stderr, err, mirrors[1])])
+        for stream, sink, mirror in streams:
+            t = threading.Thread(target=_pump, args=(stream, sink, mirror), daemon=True)
+            t.start()
+            self.readers.append(t)
+        threading.Thread(target=self._waiter, args=(i, proc), daemon=True).start()
+        return i
+
+    def _waiter(self, i, proc) -> None:
+        proc.wait()
+        with self.cond:
+            self.exits.append(i)
+            self.cond.notify_all()
+
+    def wait(self, timeout: float, *, watch=None) -> tuple:
+        """``(first failed index or None, timed out?, the watch's message or None)``."""
+        deadline = time.monotonic() + timeout
+        while True:
+            with self.cond:
+                bad = [i for i in self.exits if self.procs[i].returncode != 0]
+                if bad:
+                    return bad[0], False, None
+                if len(self.exits) == len(self.procs):
+                    return None, False, None
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return None, True, None
+                self.cond.wait(min(left, 0.5))
+            if watch is not None:
+                message = watch()
+                if message:
+                    return None, False, message
+
+    def stop(self) -> None:
+        _kill_run(self.run_id, self.procs)
+        for t in self.readers:
+            t.join(timeout=5)
+
+    def text(self, i: int, *, stderr: bool = False) -> str:
+        return "".join((self.errs if stderr else self.outs)[i])
+
+    @property
+    def codes(self) -> list:
+        return [p.returncode for p in self.procs]
+
+
+def _pump(stream, sink, mirror) -> None:
+    for line in iter(stream.readline, ""):
+        sink.append(line)
+        if mirror is not None:
+            mirror.write(line)
+            mirror.flush()
+    stream.close()
+
+
+def _watch(watchdog, cluster):
+    """The check run while waiting: a stopped rank first, then a node cut off or gone."""
+
+    def check():
+        return watchdog.check() or (cluster.health() if cluster is not None else None)
+
+    return check
+
+
+def _ranks_per_node(n: int, cluster) -> int:
+    if n % cluster.n_nodes:
+        raise ValueError(f"n must be a multiple of the cluster's {cluster.n_nodes} nodes (ranks are spread evenly), got {n}")
+    return n // cluster.n_nodes
 
 
 def _base_env(run_id: str, env) -> dict:
@@ -335,12 +445,20 @@ def _tail(text: str, n: int = 12) -> str:
 # ----------------------------------------------------------------------------
 
 
-def run_mpi(target, n: int, *, args=(), timeout: float = 60.0, env=None, check: bool = True) -> RunResult:
+def run_mpi(target, n: int, *, args=(), timeout: float = 60.0, env=None, check: bool = True, cluster=None,
+            stall: float | None = DEFAULT_STALL) -> RunResult:  # fmt: skip
     """Run ``target`` on ``n`` MPI ranks and return what each printed.
 
     Starts ``mpiexec -n n -host localhost python -m mpi4py target args...``
     in a new session, with ``MPIEXEC_TIMEOUT`` set, and kills every process
-    of the run when it ends, however it ends.
+    of the run when it ends, however it ends. With ``cluster`` (a
+    :class:`distlib.minicluster.MiniCluster`) the ranks are spread over its
+    nodes, ``n / nodes`` each, the way one would on real machines:
+    ``mpiexec -f hostfile -launcher ssh -launcher-exec <node-ssh> -iface eth0``
+    started on the first node, where ``node-ssh`` stands in for ``ssh`` and
+    enters the target node's namespace. Ranks on one node then share memory
+    (MPICH's shared-memory transport); between nodes UCX is held to TCP
+    (``UCX_TLS=tcp,self``), so those bytes cross the throttled link.
 
     Parameters
     ----------
@@ -348,7 +466,7 @@ def run_mpi(target, n: int, *, args=(), timeout: float = 60.0, env=None, check: 
         A script path (``"work.py"``) or a module name
         (``"distlib.examples.mpi_hello"``), run on every rank.
     n : int
-        Number of ranks, ``>= 1``.
+        Number of ranks, ``>= 1`` (with ``cluster``: a multiple of its nodes).
     args : sequence of str
         Command-line arguments for the target.
     timeout : float
@@ -358,6 +476,13 @@ def run_mpi(target, n: int, *, args=(), timeout: float = 60.0, env=None, check: 
     check : bool
         Raise on failure (default). With ``False``, return the result and
         let the caller read ``returncode``.
+    cluster : MiniCluster, optional
+        Run across its nodes instead of on this host.
+    stall : float or None
+        Seconds a rank may go without a heartbeat before the run is ended
+        and that rank named (:mod:`~distlib.engines.progress`); ``None``
+        turns the watchdog off. Long runs are fine: a rank waiting in a
+        collective keeps beating.
 
     Returns
     -------
@@ -367,6 +492,8 @@ def run_mpi(target, n: int, *, args=(), timeout: float = 60.0, env=None, check: 
 
     Raises
     ------
+    RunStalled
+        A rank stopped making progress, or a node of ``cluster`` was cut off.
     RunTimeout
         If the run did not finish within ``timeout`` (deadlock or hang).
     RunError
@@ -378,19 +505,37 @@ def run_mpi(target, n: int, *, args=(), timeout: float = 60.0, env=None, check: 
     mpiexec = find_mpiexec()
     run_id = uuid.uuid4().hex
     workdir = Path(tempfile.mkdtemp(prefix="distlib-mpi-"))
-    prefix = list(network_prefix())
+    watchdog = Watchdog(workdir / "progress", stall=stall) if stall is not None else None
+    full_env = _base_env(run_id, env)
+    full_env["MPIEXEC_TIMEOUT"] = str(max(1, math.ceil(timeout)))
+    if cluster is None:
+        prefix = list(network_prefix())
+        where = ["-host", "localhost"]
+        # Ranks talk through shared memory only: UCX (MPICH's network layer) opens
+        # no sockets at all, and OFI, should MPICH pick it, stays on loopback.
+        full_env.setdefault("UCX_TLS", "self,sm")
+        full_env.setdefault("FI_TCP_IFACE", "lo")
+        full_env.setdefault("HYDRA_IFACE", "lo")
+        network = "private" if prefix else "host"
+    else:
+        per_node = _ranks_per_node(n, cluster)
+        head = cluster.nodes[0]
+        prefix = cluster.prefix(head)
+        where = ["-f", str(cluster.hostfile(per_node)), "-launcher", "ssh", "-launcher-exec",
+                 str(cluster.launcher_exec()), "-iface", head.iface]  # fmt: skip
+        # Between nodes, TCP over the node's link only; inside a node MPICH's own
+        # shared memory (it knows which ranks share a node from the host file).
+        full_env.update({"UCX_TLS": "tcp,self", "UCX_NET_DEVICES": head.iface, "FI_TCP_IFACE": head.iface,
+                         "DISTLIB_CLUSTER": _cluster_words(cluster)})  # fmt: skip
+        full_env.pop("HYDRA_IFACE", None)
+        network = "mini cluster"
     command = [
-        *prefix, mpiexec, "-n", str(n), "-host", "localhost",
+        *prefix, mpiexec, "-n", str(n), *where,
         "-outfile-pattern", str(workdir / "out.%r"), "-errfile-pattern", str(workdir / "err.%r"),
         sys.executable, "-m", "mpi4py", *_target_argv(target), *map(str, args),
     ]  # fmt: skip
-    full_env = _base_env(run_id, env)
-    full_env["MPIEXEC_TIMEOUT"] = str(max(1, math.ceil(timeout)))
-    # Ranks talk through shared memory only: UCX (MPICH's network layer) opens
-    # no sockets at all, and OFI, should MPICH pick it, stays on loopback.
-    full_env.setdefault("UCX_TLS", "self,sm")
-    full_env.setdefault("FI_TCP_IFACE", "lo")
-    full_env.setdefault("HYDRA_IFACE", "lo")
+    if watchdog is not None:
+        full_env.update(watchdog.env)
     if cma_available():  # one copy per byte between ranks instead of two
         full_env.setdefault("MPIR_CVAR_CH4_CMA_ENABLE", "1")
         # From 16 KiB (MPICH's default is 8 KiB): the single copy starts with a
@@ -398,21 +543,40 @@ def run_mpi(target, n: int, *, args=(), timeout: float = 60.0, env=None, check: 
         # (`python benchmarks/bench_engines.py`, the 8 KiB row).
         full_env.setdefault("MPIR_CVAR_CH4_IPC_CMA_P2P_THRESHOLD", "16384")
     start = time.monotonic()
-    launcher, timed_out, proc = _run_launcher(command, full_env, run_id, timeout + 10)  # MPIEXEC_TIMEOUT acts first
+    procs = _Processes(run_id)
+    stalled = None
+    try:
+        procs.start(command, full_env, merge=True)
+        watch = _watch(watchdog, cluster) if (watchdog is not None or cluster is not None) else None
+        if watch is not None and watchdog is None:
+            watch = cluster.health
+        _, timed_out, stalled = procs.wait(timeout + 10, watch=watch)  # MPIEXEC_TIMEOUT acts first
+        beats = watchdog.beats() if watchdog is not None else []
+    finally:
+        procs.stop()
     seconds = time.monotonic() - start
     read = lambda path: path.read_text(errors="replace") if path.exists() else ""  # noqa: E731
     result = RunResult(
         stdout=[read(workdir / f"out.{r}") for r in range(n)],
         stderr=[read(workdir / f"err.{r}") for r in range(n)],
-        launcher=launcher or "",
+        launcher=procs.text(0),
         returncodes=[None] * n,
-        returncode=proc.returncode,
+        returncode=procs.codes[0],
         seconds=seconds,
         command=command,
         run_id=run_id,
-        network="private" if prefix else "host",
+        network=network,
+        nodes={b.rank: b.node for b in beats},
+        pids={b.rank: b.pid for b in beats},
     )
     shutil.rmtree(workdir, ignore_errors=True)
+    if stalled:
+        result.returncode = 124
+        if check:
+            rank, node = _named(stalled, beats)
+            raise RunStalled(f"MPI run of {target!r} on {n} ranks ended early: {stalled}; "
+                             "every process of the run was stopped.", result, rank, node)  # fmt: skip
+        return result
     if timed_out or "APPLICATION TIMED OUT" in result.launcher:
         result.returncode = result.returncode or 124
         if check:
@@ -426,6 +590,20 @@ def run_mpi(target, n: int, *, args=(), timeout: float = 60.0, env=None, check: 
     if result.returncode != 0 and check:
         raise RunError(_mpi_failure_message(target, n, result), result, _failed_rank(result))
     return result
+
+
+def _cluster_words(cluster) -> str:
+    rate = "unthrottled links" if cluster.link_gbit is None else f"links of {cluster.link_gbit:g} Gbit/s per direction"
+    return f"{cluster.n_nodes} simulated nodes, {rate}"
+
+
+def _named(message: str, beats) -> tuple:
+    """``(rank, node)`` a watchdog or health message names."""
+    m = re.search(r"rank (\d+) on node (\S+)", message)
+    if m:
+        return int(m.group(1)), m.group(2)
+    m = re.search(r"node (\S+?)('s)? ", message)
+    return None, (m.group(1) if m else None)
 
 
 def _failed_rank(result: RunResult):
@@ -442,8 +620,17 @@ def _failed_rank(result: RunResult):
 def _mpi_failure_message(target, n, result: RunResult) -> str:
     rank = _failed_rank(result)
     killed = re.search(r"EXIT STRING: (.*?) \(signal (\d+)\)", result.launcher)
+    # Hydra names the host and the process id of the first rank to go (across nodes, the node that failed).
+    bad = re.search(r"PID (\d+) RUNNING AT (\S+)\s*\n=\s*(?:EXIT CODE|KILLED BY SIGNAL): (\d+)", result.launcher)
+    bad_rank = next((r for r, pid in result.pids.items() if bad and pid == int(bad.group(1))), None)
+    on = f" on node {bad.group(2)}" if bad and result.network == "mini cluster" else ""
     if killed:
-        how = f"a rank was killed by signal {killed.group(2)} ({killed.group(1)})"
+        how = f"a rank{on} was killed by signal {killed.group(2)} ({killed.group(1)})"
+    elif bad:
+        who = f"rank {bad_rank}" if bad_rank is not None else f"process {bad.group(1)}"
+        how = f"{who}{on or ' on ' + bad.group(2)} ended with exit code {bad.group(3)}"
+        if int(bad.group(3)) in (9, 15):
+            how += f" (killed by signal {bad.group(3)})"
     elif rank is not None:
         how = f"rank {rank} failed (exit status {result.returncode})"
     else:
@@ -496,15 +683,21 @@ def run_torch(
     env=None,
     check: bool = True,
     echo: bool = False,
+    cluster=None,
+    stall: float | None = DEFAULT_STALL,
 ) -> RunResult:
     """Run ``target`` on ``n`` torch.distributed ranks and return what each printed.
 
     Each rank is a fresh interpreter (``python -m distlib.engines._torch_worker``;
     no ``fork``), in a session of its own, with ``RANK``, ``WORLD_SIZE``,
-    ``LOCAL_RANK``, ``MASTER_ADDR=127.0.0.1``/``MASTER_PORT`` and a
-    ``file://`` rendezvous (``DISTLIB_INIT_METHOD``) in its environment;
-    :func:`distlib.engines.torch_dist.init` reads them. The watchdog stops
-    every rank as soon as one fails.
+    ``LOCAL_RANK``, ``MASTER_ADDR``/``MASTER_PORT`` and a ``file://``
+    rendezvous (``DISTLIB_INIT_METHOD``) in its environment;
+    :func:`distlib.engines.torch_dist.init` reads them. The launcher stops
+    every rank as soon as one fails, and the progress watchdog names a rank
+    that stops (``stall``). With ``cluster`` the ranks are spread over its
+    nodes (``n / nodes`` each, ``GLOO_SOCKET_IFNAME`` its link), so gloo's
+    bytes between nodes cross the throttled links; the rendezvous file sits
+    on the file system the nodes share.
 
     Parameters
     ----------
@@ -522,12 +715,15 @@ def run_torch(
     collective_timeout : float, optional
         The ranks' ``init_process_group(timeout=...)``; default half of
         ``timeout``, so a rank stuck in a collective fails with an error
-        message before the watchdog has to kill it.
+        message before the launcher has to kill it.
     env : dict, optional
     check : bool
     echo : bool
         Also copy rank 0's output, line by line as it comes, to this
         process's stdout and stderr (for long runs in a terminal).
+    cluster : MiniCluster, optional
+    stall : float or None
+        As :func:`run_mpi`.
 
     Returns
     -------
@@ -535,7 +731,7 @@ def run_torch(
 
     Raises
     ------
-    RunTimeout, RunError
+    RunStalled, RunTimeout, RunError
         As :func:`run_mpi`.
     """
     n = check_int("n", n, minimum=1)
@@ -544,115 +740,78 @@ def run_torch(
     if collective_timeout is None:
         collective_timeout = max(1.0, timeout / 2)
     collective_timeout = check_real("collective_timeout", collective_timeout, minimum=0, strict_min=True)
-    if not isinstance(target, (str, os.PathLike)):
-        raise TypeError(f"target must be 'module:function', a module name or a script path, got {type(target).__name__}")
-    target = os.fspath(target)
-    if target.endswith(".py") and not os.path.exists(target):
-        raise FileNotFoundError(f"target script {target!r} does not exist")
-    if target.endswith(".py"):
-        target = os.path.abspath(target)
+    target = _torch_target(target)
+    per_node = _ranks_per_node(n, cluster) if cluster is not None else n
     run_id = uuid.uuid4().hex
     workdir = Path(tempfile.mkdtemp(prefix="distlib-torch-"))
+    watchdog = Watchdog(workdir / "progress", stall=stall) if stall is not None else None
+    iface = "lo" if cluster is None else cluster.nodes[0].iface
     base = _base_env(run_id, None)
     base.update(
         {
             "WORLD_SIZE": str(n),
-            "LOCAL_WORLD_SIZE": str(n),
-            "MASTER_ADDR": "127.0.0.1",
+            "LOCAL_WORLD_SIZE": str(per_node),
+            "MASTER_ADDR": "127.0.0.1" if cluster is None else cluster.nodes[0].address,
             "MASTER_PORT": str(_free_port()),
             "DISTLIB_INIT_METHOD": (workdir / "rendezvous").as_uri(),
             "DISTLIB_BACKEND": backend,
             "DISTLIB_TIMEOUT": repr(collective_timeout),
-            "GLOO_SOCKET_IFNAME": "lo",
-            "NCCL_SOCKET_IFNAME": "lo",
+            "GLOO_SOCKET_IFNAME": iface,
+            "NCCL_SOCKET_IFNAME": iface,
+            **(watchdog.env if watchdog is not None else {}),
+            **({"DISTLIB_CLUSTER": _cluster_words(cluster)} if cluster is not None else {}),
         }
     )
     if env:
         base.update({str(k): str(v) for k, v in env.items()})
     command = [sys.executable, "-m", "distlib.engines._torch_worker", target, *map(str, args)]
-    outs = [[] for _ in range(n)]
-    errs = [[] for _ in range(n)]
-    procs, readers = [], []
+    procs = _Processes(run_id)
     start = time.monotonic()
-
-    def pump(stream, sink, mirror):
-        for line in iter(stream.readline, ""):
-            sink.append(line)
-            if mirror is not None:
-                mirror.write(line)
-                mirror.flush()
-        stream.close()
-
+    stalled = None
     try:
         for r in range(n):
-            rank_env = dict(base, RANK=str(r), LOCAL_RANK=str(r))
-            proc = subprocess.Popen(
-                command, env=rank_env, start_new_session=True, stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace",
-            )  # fmt: skip
-            procs.append(proc)
-            mirrors = (sys.stdout, sys.stderr) if (echo and r == 0) else (None, None)
-            for stream, sink, mirror in ((proc.stdout, outs[r], mirrors[0]), (proc.stderr, errs[r], mirrors[1])):
-                t = threading.Thread(target=pump, args=(stream, sink, mirror), daemon=True)
-                t.start()
-                readers.append(t)
-        # One waiter thread per rank records the order in which ranks exit,
-        # so the first rank to fail is the one blamed, not its victims.
-        exits: list = []
-        cond = threading.Condition()
-
-        def waiter(r, proc):
-            proc.wait()
-            with cond:
-                exits.append(r)
-                cond.notify_all()
-
-        for r, proc in enumerate(procs):
-            threading.Thread(target=waiter, args=(r, proc), daemon=True).start()
-        failed, timed_out = None, False
-        with cond:
-            while True:
-                bad = [r for r in exits if procs[r].returncode != 0]
-                if bad:
-                    failed = bad[0]
-                    break
-                if len(exits) == n:
-                    break
-                left = start + timeout - time.monotonic()
-                if left <= 0:
-                    timed_out = True
-                    break
-                cond.wait(min(left, 1.0))
+            rank_env = dict(base, RANK=str(r), LOCAL_RANK=str(r % per_node))
+            prefix = [] if cluster is None else cluster.prefix(r // per_node)
+            procs.start([*prefix, *command], rank_env, echo=echo and r == 0)
+        watch = _watch(watchdog, cluster) if watchdog is not None else (cluster.health if cluster is not None else None)
+        failed, timed_out, stalled = procs.wait(timeout, watch=watch)
+        beats = watchdog.beats() if watchdog is not None else []
     finally:
-        _kill_run(run_id, procs)
-        for t in readers:
-            t.join(timeout=5)
+        procs.stop()
         shutil.rmtree(workdir, ignore_errors=True)
-    codes = [p.returncode for p in procs]
+    codes = procs.codes
+    nodes = {b.rank: b.node for b in beats}
     result = RunResult(
-        stdout=["".join(o) for o in outs],
-        stderr=["".join(e) for e in errs],
+        stdout=[procs.text(r) for r in range(n)],
+        stderr=[procs.text(r, stderr=True) for r in range(n)],
         launcher="",
         returncodes=codes,
-        returncode=0 if failed is None and not timed_out else (124 if timed_out else (codes[failed] or 1)),
+        returncode=0 if failed is None and not timed_out and not stalled else (124 if (timed_out or stalled) else (codes[failed] or 1)),
         seconds=time.monotonic() - start,
         command=command,
         run_id=run_id,
-        pids={r: p.pid for r, p in enumerate(procs)},
+        pids={r: p.pid for r, p in enumerate(procs.procs)},
+        network="host" if cluster is None else "mini cluster",
+        nodes=nodes,
     )
+    what = f"torch run of {target!r} on {n} ranks ({backend})"
+    if stalled:
+        if check:
+            rank, node = _named(stalled, beats)
+            raise RunStalled(f"{what} ended early: {stalled}; every process of the run was stopped.", result, rank, node)
+        return result
     if timed_out:
         if check:
-            raise RunTimeout(
-                f"torch run of {target!r} on {n} ranks ({backend}) did not finish within {timeout:g} s "
-                "(a deadlock or a hung rank); every process of the run was killed.",
-                result,
-            )
+            raise RunTimeout(f"{what} did not finish within {timeout:g} s (a deadlock or a hung rank); "
+                             "every process of the run was killed.", result)  # fmt: skip
         return result
     if failed is not None and check:
         code = codes[failed]
         how = f"was killed by signal {-code}" if code < 0 else f"exited with status {code}"
-        earlier = [r for r in exits[: exits.index(failed)] if codes[r] == 0]
-        msg = [f"torch run of {target!r} on {n} ranks ({backend}) failed: rank {failed} {how}; every process of the run was stopped."]
+        node = nodes.get(failed) or (cluster.nodes[failed // per_node].hostname if cluster is not None else None)
+        on = f" on node {node}" if node and cluster is not None else ""
+        earlier = [r for r in procs.exits[: procs.exits.index(failed)] if codes[r] == 0]
+        msg = [f"{what} failed: rank {failed}{on} {how}; every process of the run was stopped."]
         if earlier:
             msg.append(f"rank(s) {earlier} had already exited with status 0 (leaving early also stalls the others).")
         if result.stderr[failed].strip():
@@ -661,21 +820,38 @@ def run_torch(
     return result
 
 
-def run_torchrun(module: str, n: int, *, args=(), timeout: float = 120.0, env=None, check: bool = True) -> RunResult:
+def _torch_target(target) -> str:
+    if not isinstance(target, (str, os.PathLike)):
+        raise TypeError(f"target must be 'module:function', a module name or a script path, got {type(target).__name__}")
+    target = os.fspath(target)
+    if target.endswith(".py") and not os.path.exists(target):
+        raise FileNotFoundError(f"target script {target!r} does not exist")
+    return os.path.abspath(target) if target.endswith(".py") else target
+
+
+def run_torchrun(module: str, n: int, *, args=(), timeout: float = 120.0, env=None, check: bool = True, cluster=None,
+                 stall: float | None = DEFAULT_STALL) -> RunResult:  # fmt: skip
     """Run ``python -m module`` on ``n`` ranks started by PyTorch's own launcher, ``torchrun``.
 
-    This is how the module would start on one node of a cluster
-    (``torchrun --nproc-per-node=N -m module``): torchrun's agent runs a
-    rendezvous, starts the ranks with ``RANK``, ``WORLD_SIZE`` and
-    ``MASTER_ADDR``/``MASTER_PORT`` in their environment, restarts nothing
-    (``--max-restarts`` is 0), and stops them all if one fails. Each rank's output is kept in torchrun's per-rank log files
-    (``--redirects 3``) and returned in rank order.
+    This is how the module would start on a cluster: one ``torchrun`` agent
+    per node (``torchrun --nnodes N --node-rank i --nproc-per-node L
+    --master-addr ADDR --master-port PORT -m module``); the agents meet in
+    torch's *static* rendezvous on the first node's address, start the
+    ranks with ``RANK``, ``WORLD_SIZE`` and ``MASTER_ADDR``/``MASTER_PORT``
+    in their environment, restart nothing (``--max-restarts`` is 0), and
+    stop them all if one fails. Each rank's output is kept in torchrun's
+    per-rank log files (``--redirects 3``) and returned in rank order.
 
-    torchrun's rendezvous store listens on every network interface, so this
-    runs only inside a loopback-only network namespace (see
+    Without ``cluster`` it is one node (``--standalone``). torchrun's
+    rendezvous store listens on every network interface, so this then runs
+    only inside a loopback-only network namespace (see
     :mod:`distlib.engines._isolate`); where the machine allows none it
     raises :class:`PrivateNetworkUnavailable` and the book uses
-    :func:`run_torch`, whose ranks meet through a file instead.
+    :func:`run_torch`, whose ranks meet through a file instead. With
+    ``cluster`` (a :class:`distlib.minicluster.MiniCluster`) agent ``i``
+    runs on node ``i`` with ``GLOO_SOCKET_IFNAME`` its link. (torch's
+    default c10d rendezvous would need the node's hostname to resolve to
+    the address the store listens on; the static one takes the address.)
 
     Parameters
     ----------
@@ -683,68 +859,106 @@ def run_torchrun(module: str, n: int, *, args=(), timeout: float = 120.0, env=No
         A module name (run as ``python -m module``), e.g.
         ``"distlib.examples.torch_ddp"``.
     n : int
-        Ranks, ``>= 1``.
+        Ranks, ``>= 1`` (with ``cluster``: a multiple of its nodes).
     args : sequence of str
     timeout : float
         Seconds before every process of the run is killed.
     env : dict, optional
     check : bool
         Raise :class:`RunError` / :class:`RunTimeout` on failure.
+    cluster : MiniCluster, optional
+    stall : float or None
+        As :func:`run_mpi`.
 
     Returns
     -------
     RunResult
-        ``.launcher`` holds torchrun's own messages.
+        ``.launcher`` holds torchrun's own messages (every agent's).
     """
     n = check_int("n", n, minimum=1)
     timeout = check_real("timeout", timeout, minimum=0, strict_min=True)
     if not isinstance(module, str) or module.endswith(".py") or not re.fullmatch(r"[A-Za-z_][\w.]*", module):
         raise ValueError(f"module must be a dotted module name such as 'distlib.examples.torch_ddp', got {module!r}")
-    prefix = list(network_prefix())
-    if not prefix:
-        raise PrivateNetworkUnavailable(
-            "torchrun's rendezvous store listens on every network interface, and this machine allows no "
-            "private network namespace (unprivileged user namespaces) to keep it in, so the book does not "
-            "start it here. run_torch starts the same ranks with a file:// rendezvous instead."
-        )
+    if cluster is None:
+        prefix = list(network_prefix())
+        if not prefix:
+            raise PrivateNetworkUnavailable(
+                "torchrun's rendezvous store listens on every network interface, and this machine allows no "
+                "private network namespace (unprivileged user namespaces) to keep it in, so the book does not "
+                "start it here. run_torch starts the same ranks with a file:// rendezvous instead."
+            )
+        per_node, n_nodes = n, 1
+    else:
+        per_node, n_nodes = _ranks_per_node(n, cluster), cluster.n_nodes
     run_id = uuid.uuid4().hex
     workdir = Path(tempfile.mkdtemp(prefix="distlib-torchrun-"))
+    watchdog = Watchdog(workdir / "progress", stall=stall) if stall is not None else None
+    iface = "lo" if cluster is None else cluster.nodes[0].iface
     full_env = _base_env(run_id, None)
-    full_env.update({"GLOO_SOCKET_IFNAME": "lo", "NCCL_SOCKET_IFNAME": "lo", "DISTLIB_TIMEOUT": repr(max(1.0, timeout / 2)),
+    full_env.update({"GLOO_SOCKET_IFNAME": iface, "NCCL_SOCKET_IFNAME": iface, "DISTLIB_TIMEOUT": repr(max(1.0, timeout / 2)),
                      "TORCH_CPP_LOG_LEVEL": "ERROR"})  # fmt: skip  # (no reverse DNS inside the namespace: c10d warns)
+    if watchdog is not None:
+        full_env.update(watchdog.env)
+    if cluster is not None:
+        full_env["DISTLIB_CLUSTER"] = _cluster_words(cluster)
     if env:
         full_env.update({str(k): str(v) for k, v in env.items()})
-    command = [
-        *prefix, sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={n}",
-        "--log-dir", str(workdir), "--redirects", "3", "-m", module, *map(str, args),
-    ]  # fmt: skip
+    port = str(_free_port())
+    commands = []
+    for i in range(n_nodes):
+        if cluster is None:
+            where = ["--standalone"]
+            node_prefix = prefix
+        else:
+            where = [f"--nnodes={n_nodes}", f"--node-rank={i}", "--rdzv-backend=static",
+                     f"--master-addr={cluster.nodes[0].address}", f"--master-port={port}"]  # fmt: skip
+            node_prefix = cluster.prefix(i)
+        commands.append([
+            *node_prefix, sys.executable, "-m", "torch.distributed.run", *where, f"--nproc-per-node={per_node}",
+            "--max-restarts=0", "--log-dir", str(workdir / f"node{i}"), "--redirects", "3", "-m", module, *map(str, args),
+        ])  # fmt: skip
+    procs = _Processes(run_id)
     start = time.monotonic()
-    launcher, timed_out, proc = _run_launcher(command, full_env, run_id, timeout)
+    stalled = None
+    try:
+        for command in commands:
+            procs.start(command, full_env, merge=True)
+        watch = _watch(watchdog, cluster) if watchdog is not None else (cluster.health if cluster is not None else None)
+        failed, timed_out, stalled = procs.wait(timeout, watch=watch)
+        beats = watchdog.beats() if watchdog is not None else []
+    finally:
+        procs.stop()
 
     def rank_log(r: int, name: str) -> str:
-        found = sorted(workdir.glob(f"*/attempt_*/{r}/{name}.log"))
+        found = sorted(workdir.glob(f"node{r // per_node}/*/attempt_*/{r % per_node}/{name}.log"))
         return found[-1].read_text(errors="replace") if found else ""
 
+    codes = procs.codes
     result = RunResult(
         stdout=[rank_log(r, "stdout") for r in range(n)],
         stderr=[rank_log(r, "stderr") for r in range(n)],
-        launcher=launcher or "",
+        launcher="".join(procs.text(i) for i in range(len(commands))),
         returncodes=[None] * n,
-        returncode=124 if timed_out else proc.returncode,
+        returncode=124 if (timed_out or stalled) else (codes[failed] if failed is not None else 0),
         seconds=time.monotonic() - start,
-        command=command,
+        command=commands[0],
         run_id=run_id,
-        network="private",
+        network="private" if cluster is None else "mini cluster",
+        nodes={b.rank: b.node for b in beats},
     )
     shutil.rmtree(workdir, ignore_errors=True)
+    what = f"torchrun of {module!r} on {n} ranks" + ("" if cluster is None else f" over {n_nodes} nodes")
+    if check and stalled:
+        rank, node = _named(stalled, beats)
+        raise RunStalled(f"{what} ended early: {stalled}; every process of the run was stopped.", result, rank, node)
     if check and timed_out:
-        raise RunTimeout(f"torchrun of {module!r} on {n} ranks did not finish within {timeout:g} s; "
-                         "every process of the run was killed.", result)  # fmt: skip
+        raise RunTimeout(f"{what} did not finish within {timeout:g} s; every process of the run was killed.", result)
     if check and result.returncode != 0:
-        failed = next((r for r in range(n) if "Traceback" in result.stderr[r]), None)
-        detail = _tail(result.stderr[failed]) if failed is not None else _tail(result.launcher)
-        raise RunError(f"torchrun of {module!r} on {n} ranks failed (exit status {result.returncode}); "
-                       f"torchrun stopped every rank.\n{detail}", result, failed)  # fmt: skip
+        bad = next((r for r in range(n) if "Traceback" in result.stderr[r]), None)
+        detail = _tail(result.stderr[bad]) if bad is not None else _tail(result.launcher)
+        on = f" (the agent on node {cluster.nodes[failed].hostname} failed first)" if cluster is not None else ""
+        raise RunError(f"{what} failed (exit status {result.returncode}){on}; torchrun stopped every rank.\n{detail}",
+                       result, bad)  # fmt: skip
     return result
 
 

@@ -111,5 +111,11 @@ class MPIComm(Comm):
 
 
 def world() -> MPIComm:
-    """The :class:`MPIComm` of every process ``mpiexec`` started."""
-    return MPIComm()
+    """The :class:`MPIComm` of every process ``mpiexec`` started (and its heartbeat, see :mod:`~distlib.engines.progress`)."""
+    comm = MPIComm()
+    if comm.mpi_comm == comm.MPI.COMM_WORLD:
+        from .progress import note, start
+
+        if start(comm.rank):
+            note("running (after MPI_Init)")
+    return comm

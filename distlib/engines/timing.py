@@ -23,6 +23,7 @@ import numpy as np
 from .._check import check_choice, check_int, check_real
 from .algorithms import allreduce
 from .comm import Comm
+from .progress import note
 
 __all__ = ["memcpy_bandwidth", "AllreduceTiming", "time_allreduce", "compare_allreduce", "pattern", "expected_sum", "count_wrong", "DTYPES"]
 
@@ -222,7 +223,9 @@ def compare_allreduce(
     data = pattern(count, comm.rank, dtype)
     buf = comm.from_numpy(data)
     wrong = dict.fromkeys(algorithms)
+    doing = {name: f"allreduce ({name}) of {count * np.dtype(dtype).itemsize} bytes" for name in algorithms}
     for j, name in enumerate(algorithms):
+        note(doing[name])
         if check:
             if j:
                 buf[...] = comm.from_numpy(data)  # a fresh copy of the pattern
@@ -233,6 +236,7 @@ def compare_allreduce(
     buf[...] = 0
     batch = {}
     for name in algorithms:
+        note(doing[name])
         for _ in range(warmup):
             allreduce(comm, buf, algorithm=name)
         comm.barrier()
@@ -246,6 +250,7 @@ def compare_allreduce(
     samples = np.empty((len(algorithms), iters))
     for k in range(iters):
         for j, name in enumerate(algorithms):
+            note(doing[name])
             comm.barrier()
             comm.synchronize()
             t0 = comm.wtime()

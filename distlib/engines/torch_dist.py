@@ -73,6 +73,10 @@ def init(backend: str | None = None, *, timeout: float | None = None) -> "TorchC
         return TorchComm()
     rank = int(os.environ.get("RANK", "0"))
     world_size = int(os.environ.get("WORLD_SIZE", "1"))
+    from .progress import note, start
+
+    start(rank)  # a heartbeat for the launcher's watchdog, if it asked for one
+    note("init_process_group (joining the other ranks)")
     local_rank = int(os.environ.get("LOCAL_RANK", str(rank)))
     kwargs = {}
     if backend == "nccl":
@@ -90,6 +94,7 @@ def init(backend: str | None = None, *, timeout: float | None = None) -> "TorchC
         timeout=datetime.timedelta(seconds=timeout),
         **kwargs,
     )
+    note("running (after init_process_group)")
     return TorchComm()
 
 

@@ -30,16 +30,17 @@ import os
 import socket
 import tempfile
 import time
+import weakref
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from .._check import check_int, check_real
-from .algorithms import ALLREDUCE_ALGORITHMS
+from .algorithms import ALLREDUCE_ALGORITHMS, set_auto_chooser
 from .comm import Comm
 
-__all__ = ["Calibration", "calibrate", "choose_algorithm", "cache_path", "CALIBRATION_BYTES"]
+__all__ = ["Calibration", "calibrate", "choose_algorithm", "set_calibration", "cache_path", "CALIBRATION_BYTES"]
 
 CALIBRATION_BYTES = (8, 1024, 16 * 1024, 128 * 1024, 1024**2, 4 * 1024**2)
 """Buffer sizes (bytes per rank) timed by :func:`calibrate`: tiny to a few MiB."""
@@ -246,22 +247,45 @@ def calibrate(
     return cal
 
 
+class _Choices:
+    """One communicator's fit and the choices made from it (size -> algorithm)."""
+
+    __slots__ = ("calibration", "memo")
+
+    def __init__(self, calibration):
+        self.calibration = calibration
+        self.memo: dict = {}
+
+
+# Fits per communicator, kept here (the tuner owns them) and dropped with the
+# communicator: a Comm is not a scratchpad for other modules.
+_STATE: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def set_calibration(comm, calibration) -> None:
+    """Make ``calibration`` the fit ``algorithm="auto"`` chooses by on ``comm`` (forgets earlier choices)."""
+    if not isinstance(calibration, Calibration):
+        raise TypeError(f"calibration must be a Calibration, got {type(calibration).__name__}")
+    _STATE[comm] = _Choices(calibration)
+
+
 def choose_algorithm(comm, n_bytes) -> str:
     """The algorithm ``allreduce(..., algorithm="auto")`` runs for ``n_bytes`` on ``comm``.
 
     Calibrates on first use (all ranks must be calling), then remembers the
-    fit on the communicator object.
+    fit for that communicator (see :func:`set_calibration`).
     """
-    state = comm.__dict__
-    cal = state.get("_distlib_calibration")
-    memo = state.get("_distlib_choices")
-    if cal is not None and memo is not None and memo.get("calibration") is cal and n_bytes in memo:
-        return memo[n_bytes]  # every call after the first for this size ends here
+    state = _STATE.get(comm)
+    if state is not None:
+        choice = state.memo.get(n_bytes)
+        if choice is not None:
+            return choice  # every call after the first for this size ends here
     if comm.size == 1:
         return "ring"
-    if cal is None:
-        cal = state["_distlib_calibration"] = calibrate(comm)
-    if memo is None or memo.get("calibration") is not cal:  # a new fit invalidates old choices
-        memo = state["_distlib_choices"] = {"calibration": cal}
-    memo[n_bytes] = cal.choose(n_bytes)
-    return memo[n_bytes]
+    if state is None:
+        state = _STATE[comm] = _Choices(calibrate(comm))
+    choice = state.memo[n_bytes] = state.calibration.choose(n_bytes)
+    return choice
+
+
+set_auto_chooser(choose_algorithm)

@@ -4,6 +4,7 @@ From a notebook or a shell (the module launches itself when it is not a rank)::
 
     python -m distlib.examples.torch_ddp -n 2
     distlib.engines.run_torch("distlib.examples.torch_ddp:main", 2)
+    sudo python -m distlib.examples.torch_ddp -n 4 --nodes 2 --link-gbit 1   # torchrun on a mini cluster
 
 What happens on every rank:
 
@@ -99,13 +100,25 @@ def main(argv=None) -> None:
     parser.add_argument("-n", type=int, default=2, help="ranks, when launching (default 2)")
     parser.add_argument("--steps", type=int, default=150)
     parser.add_argument("--timeout", type=float, default=120.0)
+    parser.add_argument("--nodes", type=int, default=None,
+                        help="run under torchrun on a mini cluster of this many nodes (root; -n spread evenly)")
+    parser.add_argument("--link-gbit", type=float, default=None, help="with --nodes: link rate, Gbit/s per direction")
     ns = parser.parse_args(sys.argv[1:] if argv is None else argv)
     if "RANK" in os.environ:  # started by run_torch / torchrun: be a rank
         train(steps=ns.steps)
         return
-    from distlib.engines.launch import run_torch
+    from distlib.engines.launch import run_torch, run_torchrun
 
-    print(run_torch("distlib.examples.torch_ddp:main", ns.n, args=["--steps", str(ns.steps)], timeout=ns.timeout))
+    args = ["--steps", str(ns.steps)]
+    if ns.nodes is None:
+        print(run_torch("distlib.examples.torch_ddp:main", ns.n, args=args, timeout=ns.timeout))
+        return
+    from distlib.minicluster import mini_cluster
+
+    with mini_cluster(ns.nodes, link_gbit=ns.link_gbit) as cluster:
+        result = run_torchrun("distlib.examples.torch_ddp", ns.n, args=args, timeout=ns.timeout, cluster=cluster)
+        print(result)
+        print(f"ranks ran on: {result.nodes}; bytes over node0's link: {cluster.link_bytes(0)}")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,566 @@
+"""A cluster on one machine: simulated nodes joined by a throttled network.
+
+Each simulated node is a Linux network namespace with a hostname of its own
+(a UTS namespace entered by every process started there). The nodes hang off
+one bridge, the "switch", which sits in a namespace of its own, through a
+veth pair per node; ``tc``'s token-bucket filter (``tbf``) throttles both
+directions of each pair to ``link_gbit`` Gbit/s. So ranks on one node share
+memory as on a real machine, and bytes between nodes cross a link of the rate
+you set, and nothing else::
+
+        node0 (10.99.0.1)        node1 (10.99.0.2)
+           eth0 --tbf--+   +--tbf-- eth0
+                        bridge (namespace "switch")
+
+Everything lives in namespaces the cluster creates (named after this process's
+PID, so runs beside each other never collide) and removes again: the private
+addresses are reachable from nowhere else, and nothing is added to the
+machine's own network. :func:`mini_cluster` is the one call::
+
+    from distlib.minicluster import mini_cluster
+    with mini_cluster(2, link_gbit=2) as cluster:
+        print(cluster.run(cluster.nodes[1], ["hostname"]).stdout)   # node1
+
+It removes everything on leaving the ``with`` block, also after an
+exception, Ctrl-C (``KeyboardInterrupt``) or SIGTERM (turned into
+``SystemExit`` while the cluster is up). A cluster left by a process killed
+with SIGKILL is removed by the next one made on this machine (its name holds
+the dead PID).
+
+Needs root (``CAP_NET_ADMIN`` and ``CAP_SYS_ADMIN``), ``ip`` and ``tc``
+(iproute2) and Linux; otherwise :class:`MiniClusterUnavailable` says what is
+missing. The kernel here has no ``netem``, so links have a rate but no added
+delay. The chapter "A cluster on one machine" uses it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ._check import check_int, check_real
+
+__all__ = [
+    "MiniClusterUnavailable",
+    "Node",
+    "LinkBytes",
+    "MiniCluster",
+    "mini_cluster",
+    "minicluster_support",
+    "leftovers",
+    "RaceRow",
+    "Race",
+    "race",
+]
+
+_PREFIX = "dlmc"  # every namespace name starts dlmc-<pid>-<tag>-
+_SUBNET = "10.99.0"  # private, and only inside this cluster's namespaces
+_NODE_EXEC = Path(__file__).with_name("engines") / "_node_exec.py"
+_NETNS_DIR = Path("/run/netns")
+_ETC_NETNS = Path("/etc/netns")
+
+
+class MiniClusterUnavailable(RuntimeError):
+    """This machine cannot host a mini cluster (not root, no ``ip``/``tc``, no namespaces)."""
+
+
+@dataclass(frozen=True)
+class Node:
+    """One simulated node.
+
+    Attributes
+    ----------
+    index : int
+    hostname : str
+        ``"node0"``, ``"node1"``, ... (what ``hostname`` says on the node).
+    netns : str
+        Its network namespace (``ip netns exec <netns> ...``).
+    address : str
+        Its private IPv4 address on the cluster's network.
+    iface : str
+        Its network interface (``"eth0"``), the one to give ``mpiexec -iface``,
+        ``GLOO_SOCKET_IFNAME`` or ``NCCL_SOCKET_IFNAME``.
+    port : str
+        The switch's end of its link (in the switch namespace).
+    """
+
+    index: int
+    hostname: str
+    netns: str
+    address: str
+    iface: str = "eth0"
+    port: str = ""
+
+
+@dataclass(frozen=True)
+class LinkBytes:
+    """Bytes a node's link carried since the cluster was made (tc's counters)."""
+
+    sent: int
+    received: int
+
+    @property
+    def total(self) -> int:
+        return self.sent + self.received
+
+
+def minicluster_support() -> str | None:
+    """``None`` where a mini cluster can be made here, else the reason it cannot (a sentence).
+
+    ``DISTLIB_MINICLUSTER=0`` in the environment turns mini clusters off (a
+    book build that must not touch the network configuration, say).
+    """
+    if os.environ.get("DISTLIB_MINICLUSTER", "1") == "0":
+        return "mini clusters are turned off here (DISTLIB_MINICLUSTER=0)"
+    if not sys.platform.startswith("linux"):
+        return f"a mini cluster needs Linux network namespaces; this is {sys.platform}"
+    if os.geteuid() != 0:
+        return ("a mini cluster needs root (CAP_NET_ADMIN to make network namespaces and links, "
+                "CAP_SYS_ADMIN for the nodes' hostnames); this process runs as uid " f"{os.geteuid()}")  # fmt: skip
+    for tool in ("ip", "tc"):
+        if shutil.which(tool) is None and not Path(f"/usr/sbin/{tool}").exists() and not Path(f"/sbin/{tool}").exists():
+            return f"a mini cluster needs the `{tool}` command (Debian/Ubuntu: apt-get install iproute2)"
+    return None
+
+
+def _tool(name: str) -> str:
+    for path in (shutil.which(name), f"/usr/sbin/{name}", f"/sbin/{name}"):
+        if path and Path(path).exists():
+            return path
+    raise MiniClusterUnavailable(f"a mini cluster needs the `{name}` command (Debian/Ubuntu: apt-get install iproute2)")
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def leftovers(*, owner: int | None = None) -> list:
+    """Names of mini-cluster namespaces present on this machine (of process ``owner`` only, if given)."""
+    if not _NETNS_DIR.is_dir():
+        return []
+    out = []
+    for entry in sorted(_NETNS_DIR.iterdir()):
+        m = re.match(rf"{_PREFIX}-(\d+)-", entry.name)
+        if m and (owner is None or int(m.group(1)) == owner):
+            out.append(entry.name)
+    return out
+
+
+def _delete_netns(ip: str, name: str) -> None:
+    # Processes still inside would keep the namespace (and its links) alive.
+    pids = subprocess.run([ip, "netns", "pids", name], capture_output=True, text=True).stdout.split()
+    for pid in pids:
+        try:
+            os.kill(int(pid), signal.SIGKILL)
+        except (ProcessLookupError, ValueError, PermissionError):
+            pass
+    subprocess.run([ip, "netns", "delete", name], capture_output=True, text=True)
+    shutil.rmtree(_ETC_NETNS / name, ignore_errors=True)
+
+
+def _sweep_dead_owners(ip: str) -> list:
+    """Remove namespaces whose owning process is gone (a run killed by SIGKILL)."""
+    removed = []
+    for name in leftovers():
+        pid = int(name.split("-")[1])
+        if not _pid_alive(pid):
+            _delete_netns(ip, name)
+            removed.append(name)
+    return removed
+
+
+class MiniCluster:
+    """``nodes`` simulated nodes joined by links of ``link_gbit`` Gbit/s per direction.
+
+    Use :func:`mini_cluster` (a context manager); ``MiniCluster(...)`` with
+    an explicit :meth:`close` works too.
+
+    Parameters
+    ----------
+    nodes : int
+        Number of nodes, 1 to 64.
+    link_gbit : float or None
+        Each node's link rate, Gbit/s (1e9 bit/s) in each direction, 0.01 to
+        100; ``None`` leaves the links unthrottled (as fast as the kernel
+        copies, about 1 GB/s measured here).
+
+    Attributes
+    ----------
+    nodes : list of Node
+    link_gbit : float or None
+    name : str
+        The prefix of every namespace it made.
+    """
+
+    def __init__(self, nodes: int = 2, *, link_gbit: float | None = 2.0):
+        self.n_nodes = check_int("nodes", nodes, minimum=1, maximum=64)
+        self.link_gbit = None if link_gbit is None else check_real("link_gbit", link_gbit, minimum=0.01, maximum=100.0)
+        reason = minicluster_support()
+        if reason:
+            raise MiniClusterUnavailable(reason)
+        self._ip, self._tc = _tool("ip"), _tool("tc")
+        _sweep_dead_owners(self._ip)
+        self.name = f"{_PREFIX}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
+        self.switch = f"{self.name}-sw"
+        self.nodes = [
+            Node(i, f"node{i}", f"{self.name}-n{i}", f"{_SUBNET}.{i + 1}", "eth0", f"p{i}") for i in range(self.n_nodes)
+        ]
+        self.workdir = Path(tempfile.mkdtemp(prefix=f"{self.name}-"))
+        self._made: list = []
+        self._closed = False
+        self._lock = threading.Lock()
+        try:
+            self._build()
+        except BaseException:
+            self.close()
+            raise
+
+    # -- building and removing ----------------------------------------------
+    def _sh(self, *argv, check: bool = True) -> str:
+        out = subprocess.run(list(argv), capture_output=True, text=True, timeout=30)
+        if check and out.returncode != 0:
+            raise MiniClusterUnavailable(
+                f"making the mini cluster failed at `{' '.join(argv)}`: {out.stderr.strip() or out.stdout.strip()} "
+                "(a container without CAP_NET_ADMIN/CAP_SYS_ADMIN, or a kernel without veth/bridge support?)"
+            )
+        return out.stdout
+
+    def _add_netns(self, name: str) -> None:
+        self._sh(self._ip, "netns", "add", name)
+        self._made.append(name)
+        self._sh(self._ip, "-n", name, "link", "set", "lo", "up")
+
+    def _tbf(self, netns: str, dev: str) -> None:
+        if self.link_gbit is None:
+            return
+        rate = self.link_gbit * 1e9  # bit/s
+        # The bucket holds 2 ms of traffic (at least 64 KiB, one GSO packet), so
+        # bursts stay short against the rate; packets wait up to 50 ms in the queue.
+        burst = max(65536, int(rate / 8 * 0.002))
+        self._sh(self._tc, "-n", netns, "qdisc", "replace", "dev", dev, "root", "tbf",
+                 "rate", f"{int(rate)}bit", "burst", str(burst), "latency", "50ms")  # fmt: skip
+
+    def _build(self) -> None:
+        ip = self._ip
+        self._add_netns(self.switch)
+        self._sh(ip, "-n", self.switch, "link", "add", "br0", "type", "bridge")
+        self._sh(ip, "-n", self.switch, "link", "set", "br0", "up")
+        hosts = "127.0.0.1 localhost\n" + "".join(f"{n.address} {n.hostname}\n" for n in self.nodes)
+        for node in self.nodes:
+            self._add_netns(node.netns)
+            # `ip netns exec` shows /etc/netns/<name>/hosts as /etc/hosts: the nodes know each other by name.
+            etc = _ETC_NETNS / node.netns
+            etc.mkdir(parents=True, exist_ok=True)
+            (etc / "hosts").write_text(hosts)
+            (etc / "hostname").write_text(node.hostname + "\n")
+            self._sh(ip, "-n", self.switch, "link", "add", node.port, "type", "veth",
+                     "peer", "name", node.iface, "netns", node.netns)  # fmt: skip
+            self._sh(ip, "-n", self.switch, "link", "set", node.port, "master", "br0", "up")
+            self._sh(ip, "-n", node.netns, "addr", "add", f"{node.address}/24", "dev", node.iface)
+            self._sh(ip, "-n", node.netns, "link", "set", node.iface, "up")
+            self._tbf(node.netns, node.iface)  # what the node sends
+            self._tbf(self.switch, node.port)  # what it receives
+
+    def close(self) -> None:
+        """Stop every process left on the nodes and remove the namespaces, links and files (idempotent)."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+        for name in reversed(self._made):
+            _delete_netns(self._ip, name)
+        shutil.rmtree(self.workdir, ignore_errors=True)
+
+    def __enter__(self) -> "MiniCluster":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        rate = "unthrottled" if self.link_gbit is None else f"{self.link_gbit:g} Gbit/s per direction"
+        return f"<MiniCluster {self.name}: {self.n_nodes} nodes, links {rate}>"
+
+    # -- using it -------------------------------------------------------------
+    def node(self, which) -> Node:
+        """A node by index, hostname or :class:`Node`."""
+        if isinstance(which, Node):
+            return which
+        if isinstance(which, str):
+            for node in self.nodes:
+                if node.hostname == which:
+                    return node
+            raise ValueError(f"node must be one of {[n.hostname for n in self.nodes]}, got {which!r}")
+        return self.nodes[check_int("node", which, minimum=0, maximum=self.n_nodes - 1)]
+
+    def prefix(self, which) -> list:
+        """The argv prefix that runs a command on a node (its network namespace and hostname)."""
+        node = self.node(which)
+        return [self._ip, "netns", "exec", node.netns, sys.executable, str(_NODE_EXEC), node.hostname]
+
+    def run(self, which, argv, *, timeout: float = 30.0, env=None) -> subprocess.CompletedProcess:
+        """Run ``argv`` on a node and wait for it (output captured as text)."""
+        return subprocess.run([*self.prefix(which), *argv], capture_output=True, text=True, timeout=timeout,
+                              env=None if env is None else {**os.environ, **env})  # fmt: skip
+
+    def link_bytes(self, which) -> LinkBytes:
+        """Bytes sent and received over a node's link so far (tc's ``tbf`` counters, so headers included)."""
+        node = self.node(which)
+        sent = self._qdisc_bytes(node.netns, node.iface)
+        received = self._qdisc_bytes(self.switch, node.port)
+        return LinkBytes(sent, received)
+
+    def _qdisc_bytes(self, netns: str, dev: str) -> int:
+        if self.link_gbit is not None:  # the tbf qdisc's own counter
+            out = self._sh(self._tc, "-n", netns, "-s", "qdisc", "show", "dev", dev, "root", check=False)
+            m = re.search(r"Sent (\d+) bytes", out)
+            if m:
+                return int(m.group(1))
+        out = self._sh(self._ip, "-n", netns, "-s", "link", "show", dev, check=False)
+        m = re.search(r"TX:.*?\n\s*(\d+)", out)
+        return int(m.group(1)) if m else 0
+
+    def cut(self, which) -> None:
+        """Take a node's link down (the switch's end): the node is cut off from the others."""
+        node = self.node(which)
+        self._sh(self._ip, "-n", self.switch, "link", "set", node.port, "down")
+
+    def health(self) -> str | None:
+        """``None`` while every node is reachable, else a sentence naming the node that is not."""
+        if self._closed:
+            return "the mini cluster has been removed"
+        for node in self.nodes:
+            if not (_NETNS_DIR / node.netns).exists():
+                return f"node {node.hostname} is gone (its network namespace {node.netns} was removed)"
+            state = self._sh(self._ip, "-n", self.switch, "-o", "link", "show", node.port, check=False)
+            if not state or "state DOWN" in state or ",UP" not in state.replace("<UP", ",UP"):
+                return f"node {node.hostname}'s link is down: it is cut off from the other nodes"
+        return None
+
+    def node_of_pid(self, pid: int) -> str | None:
+        """The hostname of the node a process runs on (by its network namespace), or ``None``."""
+        try:
+            mine = os.stat(f"/proc/{pid}/ns/net").st_ino
+        except OSError:
+            return None
+        for node in self.nodes:
+            try:
+                if os.stat(_NETNS_DIR / node.netns).st_ino == mine:
+                    return node.hostname
+            except OSError:
+                continue
+        return None
+
+    def hostfile(self, ranks_per_node: int) -> Path:
+        """A Hydra host file: one ``hostname:ranks_per_node`` line per node."""
+        ranks_per_node = check_int("ranks_per_node", ranks_per_node, minimum=1)
+        path = self.workdir / "hosts"
+        path.write_text("".join(f"{n.hostname}:{ranks_per_node}\n" for n in self.nodes))
+        return path
+
+    def launcher_exec(self) -> Path:
+        """An ``ssh`` stand-in for Hydra (``mpiexec -launcher ssh -launcher-exec <this>``).
+
+        Hydra calls it as ``<this> [ssh options] HOST COMMAND...``; it runs
+        ``sh -c COMMAND`` on that node, as ``ssh`` would on a remote machine.
+        """
+        path = self.workdir / "node-ssh"
+        table = {n.hostname: self.prefix(n) for n in self.nodes}
+        table.update({n.address: self.prefix(n) for n in self.nodes})
+        path.write_text(
+            f"#!{sys.executable}\n"
+            '"""ssh stand-in for Hydra: run the command on a simulated node of a distlib mini cluster."""\n'
+            "import os, sys\n"
+            f"NODES = {table!r}\n"
+            "args = sys.argv[1:]\n"
+            "while args and args[0].startswith('-'):\n"
+            "    args = args[2:] if args[0] in ('-p', '-l', '-o', '-i') else args[1:]\n"
+            "if not args or args[0] not in NODES:\n"
+            "    sys.exit(f'node-ssh: unknown host {args[:1]}; known: {sorted(NODES)}')\n"
+            "prefix = NODES[args[0]]\n"
+            "os.execv(prefix[0], prefix + ['/bin/sh', '-c', ' '.join(args[1:])])\n"
+        )
+        path.chmod(0o755)
+        return path
+
+
+@contextmanager
+def mini_cluster(nodes: int = 2, *, link_gbit: float | None = 2.0):
+    """Make a :class:`MiniCluster`, yield it, and remove it however the block ends.
+
+    SIGTERM, while the cluster is up in the main thread, raises
+    ``SystemExit`` so the removal still runs (the previous handler comes back
+    afterwards).
+
+    Raises
+    ------
+    MiniClusterUnavailable
+        Where the machine does not allow it (the message says why).
+    ValueError
+        ``nodes`` outside 1..64 or ``link_gbit`` outside 0.01..100.
+    """
+    cluster = MiniCluster(nodes, link_gbit=link_gbit)
+    previous = None
+    if threading.current_thread() is threading.main_thread():
+
+        def on_term(signum, frame):
+            raise SystemExit(128 + signum)
+
+        previous = signal.signal(signal.SIGTERM, on_term)
+    try:
+        yield cluster
+    finally:
+        try:
+            cluster.close()
+        finally:
+            if previous is not None:
+                signal.signal(signal.SIGTERM, previous)
+
+
+@dataclass(frozen=True)
+class RaceRow:
+    """One buffer size of a :func:`race`: per algorithm, median seconds, bus bandwidth (bytes/s), wrong elements."""
+
+    n_bytes: int
+    seconds: dict
+    busbw: dict
+    wrong: dict
+
+
+@dataclass(frozen=True)
+class Race:
+    """All-reduce algorithms timed on a mini cluster (:func:`race`).
+
+    Attributes
+    ----------
+    nodes, p : int
+        Nodes, and ranks in all (``p / nodes`` per node).
+    link_gbit : float or None
+        Each node's link, Gbit/s per direction (``None``: unthrottled).
+    engine : str
+    algorithms : tuple of str
+        As timed (``"builtin"`` first).
+    rows : list of RaceRow
+    link_bytes : dict
+        Hostname -> :class:`LinkBytes` the run put on that node's link.
+    memcpy_bandwidth : float
+        Bytes/s of one large memory copy on this machine (the bench's reference).
+    transport : str
+    """
+
+    nodes: int
+    p: int
+    link_gbit: float | None
+    engine: str
+    algorithms: tuple
+    rows: list
+    link_bytes: dict
+    memcpy_bandwidth: float
+    transport: str
+
+    @property
+    def link_bandwidth(self) -> float | None:
+        """The link's rate in bytes/s per direction (``None`` if unthrottled)."""
+        return None if self.link_gbit is None else self.link_gbit * 1e9 / 8
+
+    def gain(self, n_bytes: int, *, fast: str = "hierarchical", slow: str = "ring") -> float:
+        """How many times faster ``fast`` ran than ``slow`` at ``n_bytes``."""
+        row = next((r for r in self.rows if r.n_bytes == n_bytes), None)
+        if row is None:
+            raise ValueError(f"n_bytes must be one of the sizes raced, {[r.n_bytes for r in self.rows]}; got {n_bytes}")
+        return row.seconds[slow] / row.seconds[fast]
+
+    def predicted_busbw(self, algorithm: str, n_bytes: int, *, alpha_intra: float = 0.0, alpha_inter: float = 0.0) -> float:
+        """What the two-level alpha-beta model predicts for this cluster (bytes/s of bus bandwidth).
+
+        Links between nodes at the rate set; inside a node the machine's
+        memory-copy bandwidth (shared memory: one copy per byte).
+        :func:`distlib.collectives.two_level_allreduce_time` is the model.
+        """
+        from .collectives import bus_bandwidth, two_level_allreduce_time
+
+        if self.link_bandwidth is None:
+            raise ValueError("predicted_busbw needs a throttled link (link_gbit)")
+        t = two_level_allreduce_time(n_bytes, self.nodes, self.p // self.nodes, alpha_intra=alpha_intra,
+                                     bandwidth_intra=self.memcpy_bandwidth, alpha_inter=alpha_inter,
+                                     bandwidth_inter=self.link_bandwidth, algorithm=algorithm)  # fmt: skip
+        return bus_bandwidth("allreduce", n_bytes, self.p, t)
+
+
+def race(*, nodes: int = 2, ranks: int = 4, link_gbit: float | None = 2.0, sizes=(1 << 20, 16 << 20),
+         algorithms=("ring", "hierarchical"), engine: str = "mpi", iters: int = 5, timeout: float = 300.0) -> Race:  # fmt: skip
+    """Make a mini cluster, run ``python -m distlib.bench allreduce`` across it, remove it; the results typed.
+
+    The same run as ``python -m distlib.bench allreduce --engine mpi --nodes
+    2 --ranks 4 --link-gbit 2 --algorithms ring,hierarchical``, for the
+    sizes given (bytes per rank).
+
+    Raises
+    ------
+    MiniClusterUnavailable
+        Where the machine cannot host one (the message says why).
+    """
+    from ._check import check_choice
+    from .bench import BenchResult
+    from .engines.launch import run_mpi, run_torch
+
+    engine = check_choice("engine", engine, ["mpi", "gloo"])
+    ranks = check_int("ranks", ranks, minimum=1)
+    iters = check_int("iters", iters, minimum=1)
+    sizes = [check_int("sizes[i]", s, minimum=4) for s in sizes]
+    if not sizes:
+        raise ValueError("sizes must name at least one buffer size in bytes")
+    algorithms = [check_choice("algorithms[i]", a, ["ring", "tree", "halving_doubling", "recursive_doubling",
+                                                       "hierarchical"]) for a in algorithms]  # fmt: skip
+    rows = []
+    with mini_cluster(nodes, link_gbit=link_gbit) as cluster:
+        for n_bytes in sizes:  # one run per size: -b = -e
+            args = ["allreduce", "--engine", engine, "--ranks", str(ranks), "--nodes", str(nodes), "-b", str(n_bytes),
+                    "-e", str(n_bytes), "--algorithms", ",".join(algorithms), "-n", str(iters), "-w", "1", "--json",
+                    "--quiet"]  # fmt: skip
+            if engine == "mpi":
+                result = run_mpi("distlib.bench", ranks, args=args, timeout=timeout, cluster=cluster)
+            else:
+                result = run_torch("distlib.bench:_torch_rank_main", ranks, args=args, timeout=timeout, cluster=cluster)
+            bench = BenchResult.from_json(result.stdout[0])
+            rows += [RaceRow(row.n_bytes, {k: v.seconds for k, v in row.results.items()},
+                             {k: v.busbw for k, v in row.results.items()},
+                             {k: v.wrong for k, v in row.results.items()}) for row in bench.rows]  # fmt: skip
+        links = {node.hostname: cluster.link_bytes(node) for node in cluster.nodes}
+    return Race(nodes, ranks, link_gbit, engine, bench.algorithms, rows, links, bench.memcpy_bandwidth,
+                bench.transport)  # fmt: skip
+
+
+def _main(argv=None) -> int:  # pragma: no cover - a manual check
+    """``python -m distlib.minicluster [NODES] [GBIT]``: make a cluster, show it, remove it."""
+    argv = sys.argv[1:] if argv is None else argv
+    n = int(argv[0]) if argv else 2
+    gbit = float(argv[1]) if len(argv) > 1 else 2.0
+    t0 = time.monotonic()
+    with mini_cluster(n, link_gbit=gbit) as cluster:
+        print(cluster, f"made in {time.monotonic() - t0:.2f} s")
+        for node in cluster.nodes:
+            print(node.hostname, node.address, cluster.run(node, ["hostname"]).stdout.strip())
+    print("left behind:", leftovers(owner=os.getpid()))
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(_main())

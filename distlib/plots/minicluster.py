@@ -1,0 +1,51 @@
+"""Drawings for the chapter "A cluster on one machine": the race of flat and hierarchical all-reduce."""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["plot_race"]
+
+_COLORS = {"ring": "#1f77b4", "hierarchical": "#d62728", "builtin": "#7f7f7f"}
+_LABELS = {"ring": "flat ring", "hierarchical": "hierarchical", "builtin": "MPICH built-in"}
+
+
+def plot_race(ax, races, *, n_bytes=None, algorithms=("ring", "hierarchical")):
+    """Bus bandwidth measured (bars) and predicted by the two-level model (black ticks), per link rate.
+
+    Parameters
+    ----------
+    ax : matplotlib Axes
+    races : sequence of :class:`distlib.minicluster.Race`
+        One per link rate (each with a throttled link).
+    n_bytes : int, optional
+        The buffer size to show (default: each race's largest).
+    algorithms : sequence of str
+
+    Returns
+    -------
+    list of matplotlib artists
+    """
+    artists = []
+    width = 0.8 / len(algorithms)
+    x = np.arange(len(races))
+    for j, name in enumerate(algorithms):
+        measured, model = [], []
+        for race in races:
+            size = n_bytes if n_bytes is not None else race.rows[-1].n_bytes
+            row = next(r for r in race.rows if r.n_bytes == size)
+            measured.append(row.busbw[name] / 1e6)
+            model.append(race.predicted_busbw(name, size) / 1e6)
+        pos = x + (j - (len(algorithms) - 1) / 2) * width
+        artists.append(ax.bar(pos, measured, width * 0.9, color=_COLORS.get(name), label=f"{_LABELS.get(name, name)}, measured"))
+        artists.append(ax.hlines(model, pos - width * 0.45, pos + width * 0.45, colors="black", linewidth=2,
+                                 label="two-level model" if j == 0 else None))  # fmt: skip
+    for race, xi in zip(races, x):
+        artists.append(ax.hlines(race.link_bandwidth / 1e6, xi - 0.45, xi + 0.45, colors="black", linestyles=":",
+                                 label="link rate" if xi == 0 else None))  # fmt: skip
+    ax.set_xticks(x)
+    ax.set_xticklabels([f"{race.link_gbit:g} Gbit/s" for race in races])
+    ax.set_xlabel("link between the nodes (per direction)")
+    ax.set_ylabel("bus bandwidth (MB/s)")
+    ax.legend(fontsize=8, loc="upper left")
+    return artists

@@ -1,0 +1,109 @@
+"""Flat ring against hierarchical all-reduce on a two-level cluster: sliders over the model.
+
+``TwoLevelWidget().result`` holds the current times; set any control's
+``.value`` and it is recomputed and redrawn (chapter "A cluster on one machine").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import ipywidgets as w
+import numpy as np
+
+from ..collectives import bus_bandwidth, two_level_allreduce_time
+from ..fmt import fmt_bytes, fmt_rate, fmt_seconds
+from ._base import FigureImage, label_style
+
+__all__ = ["TwoLevelWidget", "TwoLevelResult", "NODE_COUNTS"]
+
+NODE_COUNTS = [2, 4, 8, 16, 32, 64, 128]
+_SIZES = np.logspace(3, 10, 57)  # 1 kB to 10 GB
+
+
+@dataclass(frozen=True)
+class TwoLevelResult:
+    """Times (s) and bus bandwidths (bytes/s) of both algorithms at the chosen size."""
+
+    n_bytes: float
+    seconds: dict
+    busbw: dict
+
+    @property
+    def gain(self) -> float:
+        return self.seconds["ring"] / self.seconds["hierarchical"]
+
+
+class TwoLevelWidget(w.VBox):
+    """Nodes, ranks per node, both links' rates and latencies, buffer size; curves of bus bandwidth."""
+
+    def __init__(self, *, nodes=2, ranks_per_node=2, link_gbit=1.0, intra_gb_per_s=3.0, alpha_inter_us=50.0,
+                 alpha_intra_us=5.0, n_bytes=16 * 2**20):  # fmt: skip
+        style, layout = label_style(), w.Layout(width="420px")
+        if nodes not in NODE_COUNTS:
+            raise ValueError(f"nodes must be one of {NODE_COUNTS}, got {nodes!r}")
+        self.nodes_dropdown = w.Dropdown(options=NODE_COUNTS, value=nodes, description="nodes", style=style)
+        self.ranks_slider = w.IntSlider(value=ranks_per_node, min=1, max=16, description="ranks per node",
+                                        continuous_update=False, style=style, layout=layout)  # fmt: skip
+        self.link_slider = w.FloatLogSlider(value=link_gbit, base=10, min=-1, max=3, step=0.05,
+                                            description="link per node (Gbit/s, per direction)", readout_format=".3g",
+                                            continuous_update=False, style=style, layout=layout)  # fmt: skip
+        self.intra_slider = w.FloatLogSlider(value=intra_gb_per_s, base=10, min=-1, max=3, step=0.05,
+                                             description="inside a node (GB/s per rank)", readout_format=".3g",
+                                             continuous_update=False, style=style, layout=layout)  # fmt: skip
+        self.alpha_inter_slider = w.FloatLogSlider(value=alpha_inter_us, base=10, min=-1, max=3, step=0.05,
+                                                   description="latency between nodes (µs)", readout_format=".3g",
+                                                   continuous_update=False, style=style, layout=layout)  # fmt: skip
+        self.alpha_intra_slider = w.FloatLogSlider(value=alpha_intra_us, base=10, min=-1, max=3, step=0.05,
+                                                   description="latency inside (µs)", readout_format=".3g",
+                                                   continuous_update=False, style=style, layout=layout)  # fmt: skip
+        self.size_slider = w.FloatLogSlider(value=n_bytes, base=10, min=3, max=10, step=0.1,
+                                            description="buffer per rank (bytes)", readout_format=".3g",
+                                            continuous_update=False, style=style, layout=layout)  # fmt: skip
+        self.controls = [self.nodes_dropdown, self.ranks_slider, self.link_slider, self.intra_slider,
+                         self.alpha_inter_slider, self.alpha_intra_slider, self.size_slider]  # fmt: skip
+        self.fig = FigureImage(figsize=(6.4, 3.0), dpi=80)
+        self.summary = w.HTML()
+        self.result: TwoLevelResult | None = None
+        self.update()
+        for control in self.controls:
+            control.observe(lambda change: self.update(), names="value")
+        super().__init__([*self.controls, self.fig.image, self.summary])
+
+    def _params(self) -> dict:
+        return dict(alpha_intra=self.alpha_intra_slider.value * 1e-6, bandwidth_intra=self.intra_slider.value * 1e9,
+                    alpha_inter=self.alpha_inter_slider.value * 1e-6,
+                    bandwidth_inter=self.link_slider.value * 1e9 / 8)  # fmt: skip
+
+    def compute(self) -> TwoLevelResult:
+        """The model at the current controls (SI units inside)."""
+        N, L, n = int(self.nodes_dropdown.value), int(self.ranks_slider.value), float(self.size_slider.value)
+        kw = self._params()
+        seconds = {a: float(two_level_allreduce_time(n, N, L, algorithm=a, **kw)) for a in ("ring", "hierarchical")}
+        busbw = {a: float(bus_bandwidth("allreduce", n, N * L, t)) if N * L > 1 else 0.0 for a, t in seconds.items()}
+        return TwoLevelResult(n, seconds, busbw)
+
+    def update(self) -> TwoLevelResult:
+        self.result = r = self.compute()
+        N, L = int(self.nodes_dropdown.value), int(self.ranks_slider.value)
+        kw = self._params()
+        ax = self.fig.ax
+        ax.clear()
+        for name, color in (("ring", "#1f77b4"), ("hierarchical", "#d62728")):
+            t = two_level_allreduce_time(_SIZES, N, L, algorithm=name, **kw)
+            ax.plot(_SIZES, bus_bandwidth("allreduce", _SIZES, N * L, t) / 1e9, color=color,
+                    label="flat ring" if name == "ring" else "hierarchical")  # fmt: skip
+            ax.plot([r.n_bytes], [r.busbw[name] / 1e9], "o", color=color)
+        ax.axhline(kw["bandwidth_inter"] / 1e9, color="black", linestyle=":", label="link per node")
+        ax.set_xscale("log")
+        ax.set_xlabel("buffer per rank (bytes)")
+        ax.set_ylabel("bus bandwidth (GB/s)")
+        ax.legend(fontsize=8, loc="upper left")
+        self.fig.figure.tight_layout(pad=0.5)
+        self.fig.render()
+        self.summary.value = (
+            f"{N} nodes x {L} ranks, {fmt_bytes(r.n_bytes)} per rank: flat ring {fmt_seconds(r.seconds['ring'])} "
+            f"(busbw {fmt_rate(r.busbw['ring'])}), hierarchical {fmt_seconds(r.seconds['hierarchical'])} "
+            f"(busbw {fmt_rate(r.busbw['hierarchical'])}): <b>{r.gain:.2f}x</b>"
+        )
+        return r
