@@ -49,6 +49,7 @@ for port in "$PORT" "$BOOK_PORT"; do
   "$py" - "$port" <<'EOF' || fail "port $port on 127.0.0.1 is taken: choose another with PORT=... (and BOOK_PORT=...)"
 import socket, sys
 s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the servers bind: TIME_WAIT is no conflict
 try:
     s.bind(("127.0.0.1", int(sys.argv[1])))
 except OSError:
@@ -79,8 +80,13 @@ stop() {
 trap 'stop; exit 0' INT TERM
 trap stop EXIT
 
-# No network in the room: JupyterLab must not look for updates or news.
-"$VENV/bin/jupyter-lab" --no-browser "${root_flag[@]}" \
+# No network in the room: JupyterLab must not look for updates or news, nor
+# ask whether it may (its own config folder, inside the working copy).
+mkdir -p "$WORKSHOP_DIR/.jupyter/labconfig"
+cat > "$WORKSHOP_DIR/.jupyter/labconfig/page_config.json" <<'EOF'
+{"disabledExtensions": {"@jupyterlab/apputils-extension:announcements": true}}
+EOF
+JUPYTER_CONFIG_DIR="$WORKSHOP_DIR/.jupyter" "$VENV/bin/jupyter-lab" --no-browser "${root_flag[@]}" \
   --ServerApp.ip=127.0.0.1 --ServerApp.port="$PORT" --ServerApp.port_retries=0 \
   --ServerApp.root_dir="$WORKSHOP_DIR" --IdentityProvider.token="$TOKEN" \
   --ServerApp.allow_origin="http://127.0.0.1:$BOOK_PORT" \

@@ -10,18 +10,27 @@
       mj.typesetPromise(el ? [el] : undefined).catch(function (e) { console.warn("MathJax:", e); });
     }
   }
-  mj.Hub = mj.Hub || {
+  // Something may already have put a partial Hub on MathJax: fill in what
+  // thebe calls, keeping whatever is there.
+  var hub = mj.Hub = mj.Hub || {};
+  var calls = {
     Config: function () {},
     Configured: function () {},
-    Register: { StartupHook: function (name, fn) { if (typeof fn === "function") fn(); } },
     Queue: function () {
       for (var i = 0; i < arguments.length; i++) {
         var cmd = arguments[i];
         if (Array.isArray(cmd) && cmd[0] === "Typeset") typeset(cmd[2]);
       }
     },
-    config: {},
   };
+  Object.keys(calls).forEach(function (name) {
+    if (typeof hub[name] !== "function") hub[name] = calls[name];
+  });
+  hub.Register = hub.Register || {};
+  if (typeof hub.Register.StartupHook !== "function") {
+    hub.Register.StartupHook = function (name, fn) { if (typeof fn === "function") fn(); };
+  }
+  hub.config = hub.config || {};
   mj.Ajax = mj.Ajax || {};
   mj.InputJax = mj.InputJax || { TeX: { resetEquationNumbers: function () {} } };
 })();
