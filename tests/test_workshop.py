@@ -287,9 +287,9 @@ def test_bundle_installs_with_no_index(built, tmp_path):
     clean["PIP_CONFIG_FILE"] = os.devnull
     subprocess.run([*pip, "-r", str(out / "requirements.txt")], check=True, env=clean, timeout=1200)
     subprocess.run([*pip, "distbook-distlib"], check=True, env=clean, timeout=300)
+    # from outside the repository, so that the import can only find the installed copy
     probe = subprocess.run([str(venv / "bin" / "python"), "-c",
-                            "import distlib, jupyterlab, mpi4py, torch; print(distlib.simulate_ring_allreduce)"],
-                           capture_output=True, text=True, env=clean, timeout=120)
+                            "import distlib, jupyterlab, mpi4py, torch; print(distlib.__file__)"],
+                           capture_output=True, text=True, env=clean, timeout=120, cwd=tmp_path)
     assert probe.returncode == 0, probe.stderr
-    assert str(venv) in subprocess.run([str(venv / "bin" / "python"), "-c", "import distlib; print(distlib.__file__)"],
-                                       capture_output=True, text=True, env=clean).stdout
+    assert probe.stdout.strip().startswith(str(venv)), probe.stdout
