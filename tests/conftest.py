@@ -17,11 +17,14 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def toc_chapters() -> list[str]:
-    """Chapter pages in book order, read from _toc.yml (e.g. "notebooks/01_ring")."""
+    """Chapter pages in book order, read from _toc.yml (e.g. "notebooks/01_ring").
+
+    Only the notebook chapters: pages such as the instructor's guide are not
+    chapters."""
     import yaml
 
     toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
-    return [c["file"] for part in toc["parts"] for c in part["chapters"]]
+    return [c["file"] for part in toc["parts"] for c in part["chapters"] if c["file"].startswith("notebooks/")]
 
 
 @pytest.fixture(scope="session")
@@ -40,7 +43,9 @@ def book_build(tmp_path_factory):
     proc = subprocess.run(
         [str(jb), "build", str(ROOT), "--path-output", str(out), "-W", "-n", "--keep-going"],
         capture_output=True, text=True, timeout=1500, cwd=ROOT,
-        env={**os.environ, "MPLBACKEND": "Agg"},
+        # No MPLBACKEND for the kernels: under "Agg" plt.show() draws nothing
+        # and every figure would be missing from the pages.
+        env={k: v for k, v in os.environ.items() if k != "MPLBACKEND"},
     )
     yield proc.returncode, proc.stdout + proc.stderr, out / "_build" / "html"
     shutil.rmtree(out, ignore_errors=True)

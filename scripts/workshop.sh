@@ -1,0 +1,121 @@
+#!/usr/bin/env bash
+# Run the book for a workshop room, with no network:
+# - JupyterLab on 127.0.0.1:$PORT (default 8888) over a working copy of the
+#   reader notebooks, so participants' edits never touch the book's files;
+# - the built book on 127.0.0.1:$BOOK_PORT (default PORT+1), whose chapter
+#   pages can run their code on that JupyterLab ("Live code" button).
+# Prints both URLs (with the token) and stops both servers on Ctrl-C.
+#
+# Needs: .venv (bash scripts/setup.sh) and a built book (bash
+# scripts/build_book.sh), or the same laid out by scripts/bundle.sh. Settings,
+# all optional:
+#   PORT, BOOK_PORT       ports on 127.0.0.1
+#   WORKSHOP_DIR          the working copy (default: workshop/); kept between
+#                         runs, so edits survive a restart; FRESH=1 recopies
+#   READER_DIR, BOOK_DIR  the reader notebooks and the built book
+#   VENV                  the environment with JupyterLab (default: .venv)
+#   TOKEN                 the JupyterLab token (default: a new random one)
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+if [ -d "$here/wheels" ]; then
+  # the offline bundle (scripts/bundle.sh) keeps this script at its top level
+  cd "$here"; reader_default=notebooks; book_default=book
+else
+  cd "$here/.."; reader_default=_build/reader; book_default=_build/html
+fi
+
+PORT=${PORT:-8888}
+BOOK_PORT=${BOOK_PORT:-$((PORT + 1))}
+VENV=${VENV:-.venv}
+READER_DIR=${READER_DIR:-$reader_default}
+BOOK_DIR=${BOOK_DIR:-$book_default}
+WORKSHOP_DIR=${WORKSHOP_DIR:-workshop}
+
+fail() { echo "workshop.sh: $*" >&2; exit 1; }
+for name in PORT BOOK_PORT; do
+  value=${!name}
+  [[ "$value" =~ ^[0-9]+$ ]] && [ "$value" -ge 1024 ] && [ "$value" -le 65535 ] ||
+    fail "$name must be a port number from 1024 to 65535, got '$value'"
+done
+[ "$PORT" != "$BOOK_PORT" ] || fail "PORT and BOOK_PORT must differ (both are $PORT)"
+[ -x "$VENV/bin/jupyter-lab" ] ||
+  fail "no JupyterLab in $VENV: run 'bash scripts/setup.sh' first (or set VENV)"
+ls "$READER_DIR"/*.ipynb >/dev/null 2>&1 ||
+  fail "no reader notebooks in $READER_DIR: build the book first with 'bash scripts/build_book.sh' (or set READER_DIR)"
+[ -f "$BOOK_DIR/index.html" ] ||
+  fail "no built book in $BOOK_DIR: run 'bash scripts/build_book.sh' first (or set BOOK_DIR)"
+py="$VENV/bin/python"
+for port in "$PORT" "$BOOK_PORT"; do
+  "$py" - "$port" <<'EOF' || fail "port $port on 127.0.0.1 is taken: choose another with PORT=... (and BOOK_PORT=...)"
+import socket, sys
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the servers bind: TIME_WAIT is no conflict
+try:
+    s.bind(("127.0.0.1", int(sys.argv[1])))
+except OSError:
+    sys.exit(1)
+EOF
+done
+
+# The working copy: the reader notebooks, copied once; later runs keep edits.
+mkdir -p "$WORKSHOP_DIR"
+copied=0
+for nb in "$READER_DIR"/*.ipynb; do
+  dest="$WORKSHOP_DIR/$(basename "$nb")"
+  if [ ! -e "$dest" ] || [ "${FRESH:-0}" = 1 ]; then cp "$nb" "$dest"; copied=$((copied + 1)); fi
+done
+echo "working copy: $(cd "$WORKSHOP_DIR" && pwd) ($copied notebook(s) copied; existing edits kept)"
+
+TOKEN=${TOKEN:-$("$py" -c 'import secrets; print(secrets.token_hex(24))')}
+root_flag=()
+[ "$(id -u)" = 0 ] && root_flag=(--allow-root)  # JupyterLab refuses root without it
+
+pids=()
+stop() {
+  trap - INT TERM EXIT
+  for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
+  for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
+  echo "workshop.sh: stopped"
+}
+trap 'stop; exit 0' INT TERM
+trap stop EXIT
+
+# No network in the room: JupyterLab must not look for updates or news, nor
+# ask whether it may (its own config folder, inside the working copy).
+mkdir -p "$WORKSHOP_DIR/.jupyter/labconfig"
+cat > "$WORKSHOP_DIR/.jupyter/labconfig/page_config.json" <<'EOF'
+{"disabledExtensions": {"@jupyterlab/apputils-extension:announcements": true}}
+EOF
+JUPYTER_CONFIG_DIR="$WORKSHOP_DIR/.jupyter" "$VENV/bin/jupyter-lab" --no-browser "${root_flag[@]}" \
+  --ServerApp.ip=127.0.0.1 --ServerApp.port="$PORT" --ServerApp.port_retries=0 \
+  --ServerApp.root_dir="$WORKSHOP_DIR" --IdentityProvider.token="$TOKEN" \
+  --ServerApp.allow_origin="http://127.0.0.1:$BOOK_PORT" \
+  --LabApp.news_url=None --LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate \
+  >"$WORKSHOP_DIR/.jupyterlab.log" 2>&1 &
+pids+=($!)
+"$py" -m http.server --bind 127.0.0.1 --directory "$BOOK_DIR" "$BOOK_PORT" \
+  >"$WORKSHOP_DIR/.book-server.log" 2>&1 &
+pids+=($!)
+
+# Ready when JupyterLab answers its API with the token.
+for _ in $(seq 1 300); do
+  if "$py" - "$PORT" "$TOKEN" <<'EOF'
+import sys, urllib.request
+port, token = sys.argv[1:]
+try:
+    urllib.request.urlopen(f"http://127.0.0.1:{port}/api/status?token={token}", timeout=1)
+except Exception:
+    sys.exit(1)
+EOF
+  then break; fi
+  for pid in "${pids[@]}"; do
+    kill -0 "$pid" 2>/dev/null || { tail -20 "$WORKSHOP_DIR/.jupyterlab.log" >&2; fail "a server stopped while starting (log above)"; }
+  done
+  sleep 0.2
+done
+
+echo
+echo "JupyterLab (the notebooks): http://127.0.0.1:$PORT/lab?token=$TOKEN"
+echo "The book, with live code:   http://127.0.0.1:$BOOK_PORT/index.html#jupyter=http://127.0.0.1:$PORT&token=$TOKEN"
+echo "Both listen on 127.0.0.1 only. Ctrl-C stops them."
+wait "${pids[0]}"

@@ -1,0 +1,295 @@
+"""The workshop kit, tried the way an instructor and a room use it.
+
+- ``scripts/workshop.sh`` starts JupyterLab on 127.0.0.1 only over a working
+  copy of the reader notebooks, prints the URL with its token, and stops
+  cleanly on Ctrl-C;
+- in headless Chromium (network off), chapter 1 runs in that JupyterLab and
+  its ring slider redraws the picture;
+- a chapter page's "Live code" button runs the page's cells on that server,
+  with no request leaving the machine;
+- the slides exist for every chapter and open offline;
+- ``scripts/bundle.sh`` makes a folder that installs with ``--no-index``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+from urllib.parse import urlparse
+
+import psutil
+import pytest
+
+from conftest import ROOT, toc_chapters
+
+pytestmark = pytest.mark.slow
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+FLAGS = [
+    "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+    "--disable-component-update", "--no-first-run", "--disable-sync", "--disable-quic",
+    "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",
+]
+STEMS = [Path(c).name for c in toc_chapters()]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def built(book_build):
+    code, log, html = book_build
+    if code != 0:
+        pytest.fail("the book did not build:\n" + log[-4000:])
+    return html.parent
+
+
+class Workshop:
+    """scripts/workshop.sh running in its own process group."""
+
+    def __init__(self, built: Path, tmp: Path, **extra):
+        self.port, self.book_port = free_port(), free_port()
+        self.dir = tmp / "room"
+        env = dict(os.environ, PORT=str(self.port), BOOK_PORT=str(self.book_port),
+                   READER_DIR=str(built / "reader"), BOOK_DIR=str(built / "html"),
+                   WORKSHOP_DIR=str(self.dir), **extra)
+        self.proc = subprocess.Popen(["bash", str(ROOT / "scripts" / "workshop.sh")], env=env, cwd=ROOT,
+                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                     start_new_session=True)
+        self.lines, self.lab_url, self.book_url = [], None, None
+        deadline = time.monotonic() + 180
+        for line in self.proc.stdout:
+            self.lines.append(line)
+            if "http://127.0.0.1:" in line and "/lab?token=" in line:
+                self.lab_url = re.search(r"(http://127\.0\.0\.1:\S+)", line).group(1)
+            if "#jupyter=" in line:
+                self.book_url = re.search(r"(http://127\.0\.0\.1:\S+)", line).group(1)
+            if self.lab_url and self.book_url or time.monotonic() > deadline:
+                break
+        assert self.lab_url and self.book_url, "".join(self.lines)
+        self.token = self.lab_url.split("token=")[1]
+
+    def tree(self):
+        parent = psutil.Process(self.proc.pid)
+        return [parent, *parent.children(recursive=True)]
+
+    def stop(self) -> float:
+        """Ctrl-C (SIGINT to the process group); seconds until all are gone."""
+        procs = self.tree()
+        t0 = time.monotonic()
+        os.killpg(self.proc.pid, signal.SIGINT)
+        try:
+            self.proc.wait(timeout=60)
+        finally:
+            gone, alive = psutil.wait_procs(procs, timeout=20)
+            for p in alive:
+                p.kill()
+        assert not alive, f"left running after Ctrl-C: {[p.pid for p in alive]}"
+        return time.monotonic() - t0
+
+
+@pytest.fixture(scope="module")
+def workshop(built, tmp_path_factory):
+    ws = Workshop(built, tmp_path_factory.mktemp("workshop"))
+    yield ws
+    if ws.proc.poll() is None:
+        ws.stop()
+
+
+def test_workshop_serves_the_reader_notebooks_on_loopback_only(workshop, built):
+    listening = [c.laddr for p in workshop.tree() for c in p.net_connections(kind="inet")
+                 if c.status == psutil.CONN_LISTEN]
+    ports = {a.port for a in listening}
+    assert {workshop.port, workshop.book_port} <= ports, listening
+    assert all(a.ip == "127.0.0.1" for a in listening), listening
+    with urllib.request.urlopen(f"http://127.0.0.1:{workshop.port}/api/contents?token={workshop.token}") as r:
+        names = {c["name"] for c in json.load(r)["content"] if c["type"] == "notebook"}
+    assert names == {f"{stem}.ipynb" for stem in STEMS}
+    # a working copy: the room's edits never touch the reader notebooks
+    copy = workshop.dir / f"{STEMS[0]}.ipynb"
+    assert copy.read_bytes() == (built / "reader" / copy.name).read_bytes()
+    assert not copy.samefile(built / "reader" / copy.name)
+    # without the token the server refuses
+    with pytest.raises(urllib.error.HTTPError) as err:
+        urllib.request.urlopen(f"http://127.0.0.1:{workshop.port}/api/contents")
+    assert err.value.code == 403
+
+
+def test_workshop_refuses_a_bad_port_by_name(built, tmp_path):
+    env = dict(os.environ, PORT="80", READER_DIR=str(built / "reader"), BOOK_DIR=str(built / "html"),
+               WORKSHOP_DIR=str(tmp_path / "ws"))
+    proc = subprocess.run(["bash", str(ROOT / "scripts" / "workshop.sh")], env=env, cwd=ROOT,
+                          capture_output=True, text=True, timeout=30)
+    assert proc.returncode != 0
+    assert "PORT must be a port number from 1024 to 65535" in proc.stderr
+
+
+def test_workshop_keeps_edits_and_stops_cleanly_on_ctrl_c(built, tmp_path):
+    ws = Workshop(built, tmp_path)
+    edited = ws.dir / f"{STEMS[0]}.ipynb"
+    edited.write_text(edited.read_text() + "\n")  # a participant's edit
+    mark = edited.read_bytes()
+    ws.stop()
+    assert ws.proc.returncode == 0
+    assert "stopped" in ws.proc.stdout.read()
+    with socket.socket() as s:  # the port is free again (TIME_WAIT aside, as servers bind)
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        s.bind(("127.0.0.1", ws.port))
+    again = Workshop(built, tmp_path)  # a restart keeps the room's edits
+    try:
+        assert (again.dir / edited.name).read_bytes() == mark
+        assert any("existing edits kept" in line for line in again.lines)
+    finally:
+        again.stop()
+
+
+# --- in the browser -----------------------------------------------------------
+
+
+class Visit:
+    def __init__(self, browser, url, *, width=1280, height=900):
+        self.errors, self.outside = [], []
+        self.context = browser.new_context(viewport={"width": width, "height": height})
+        self.page = self.context.new_page()
+        self.page.on("pageerror", lambda e: self.errors.append(str(e)))
+
+        def route(r):
+            host = urlparse(r.request.url).hostname
+            if r.request.url.startswith(("data:", "blob:", "file:")) or host == "127.0.0.1":
+                r.continue_()
+            else:
+                self.outside.append(r.request.url)
+                r.abort()
+
+        self.page.route("**/*", route)
+        self.page.goto(url, wait_until="load")
+
+
+@pytest.fixture(scope="module")
+def browser():
+    if CHROMIUM is None:
+        pytest.fail("Chromium is not installed (scripts/install_chromium.sh installs Debian's package)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        b = pw.chromium.launch(executable_path=CHROMIUM, args=FLAGS, headless=True)
+        yield b
+        b.close()
+
+
+def test_chapter_1_runs_in_jupyterlab_and_its_slider_redraws(workshop, browser, built):
+    url = f"http://127.0.0.1:{workshop.port}/lab/tree/{STEMS[0]}.ipynb?token={workshop.token}"
+    visit = Visit(browser, url)
+    page = visit.page
+    page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=120_000)
+    # the kernel is up when the status bar says so
+    page.get_by_text("Python 3 (ipykernel) | Idle").first.wait_for(timeout=120_000)
+    # Run > Run All Cells, from JupyterLab's own menu
+    page.locator(".lm-MenuBar-itemLabel", has_text="Run").first.click()
+    item = page.locator(".lm-Menu-itemLabel", has_text="Run All Cells").first
+    item.wait_for(timeout=30_000)
+    item.click()
+    # JupyterLab renders only the cells near the viewport: bring the ring
+    # widget (the first widget of the chapter) into view before using it
+    first_widget = page.locator(".jp-OutputArea .widget-slider").first
+    first_widget.wait_for(state="attached", timeout=240_000)
+    first_widget.evaluate("el => el.scrollIntoView({block: 'center'})")
+    box = first_widget.locator("xpath=ancestor::div[contains(@class, 'jp-OutputArea-output')][1]")
+    img = box.locator(".widget-image").first
+    img.wait_for(timeout=60_000)
+    before = img.get_attribute("src")
+    handle = box.locator(".widget-slider .noUi-handle").first
+    handle.focus()
+    for _ in range(3):
+        page.keyboard.press("ArrowRight")
+    page.wait_for_function("([el, before]) => el.getAttribute('src') !== before",
+                           arg=[img.element_handle(), before], timeout=60_000)
+    page.screenshot(path=str(built / "jupyterlab-ring.png"))
+    assert not visit.outside, visit.outside[:3]
+    visit.context.close()
+
+
+def test_live_code_runs_a_chapter_page_on_the_workshop_server(workshop, browser, built):
+    chapter = toc_chapters()[0]
+    url = workshop.book_url.replace("/index.html", f"/{chapter}.html")
+    visit = Visit(browser, url)
+    page = visit.page
+    page.click("#distbook-live-button")
+    page.wait_for_function(
+        "() => /^live:/.test(document.getElementById('distbook-live-status').textContent)", timeout=120_000)
+    cells = page.locator(".thebe-cell")
+    assert cells.count() >= 5
+    # the first cell's "run all" runs the whole chapter on the workshop's kernel
+    cells.first.locator(".thebe-runall-button").click()
+    page.wait_for_function(
+        "() => document.querySelectorAll('.thebe-cell [data-output] .jp-OutputArea-output, "
+        ".thebe-cell ~ [data-output] .jp-OutputArea-output, [data-output] .jp-OutputArea-output').length >= 3",
+        timeout=240_000)
+    text = page.locator("[data-output]").all_inner_texts()
+    assert not any("Traceback" in t for t in text), [t for t in text if "Traceback" in t][:2]
+    page.screenshot(path=str(built / "live-code.png"))
+    assert not visit.outside, visit.outside[:3]
+    assert not visit.errors, visit.errors[:3]
+    visit.context.close()
+
+
+def test_slides_exist_for_every_chapter_and_open_offline(built, browser):
+    slides = built / "slides"
+    decks = sorted(slides.glob("*.html"))
+    assert {d.stem for d in decks} - {"index"} == set(STEMS)
+    for deck in decks:
+        if deck.stem == "index":
+            continue
+        page = deck.read_text()
+        assert "{glue" not in page and ":::" not in page, deck.name
+        assert not re.search(r'(src|href)="(https?:)?//', page), deck.name
+        assert page.count("<section") >= 8, deck.name
+        assert "data:image/png;base64," in page, f"{deck.name} carries no figure"
+    assert 'class="animation"' in (slides / f"{STEMS[0]}.html").read_text()
+    visit = Visit(browser, (slides / f"{STEMS[0]}.html").as_uri())
+    page = visit.page
+    page.wait_for_function("() => window.Reveal && Reveal.isReady()", timeout=30_000)
+    assert page.evaluate("() => Reveal.getTotalSlides()") >= 8
+    page.evaluate("() => Reveal.slide(1)")
+    page.wait_for_timeout(500)
+    page.screenshot(path=str(built / "slides-first.png"))
+    assert not visit.errors, visit.errors[:3]
+    assert not visit.outside, visit.outside[:3]
+    visit.context.close()
+
+
+def test_bundle_installs_with_no_index(built, tmp_path):
+    out = tmp_path / "workshop"
+    env = dict(os.environ, SKIP_BUILD="1", OUT=str(out), BOOK_DIR=str(built / "html"),
+               READER_DIR=str(built / "reader"), SLIDES_DIR=str(built / "slides"))
+    subprocess.run(["bash", "scripts/bundle.sh"], cwd=ROOT, env=env, check=True, timeout=1200,
+                   capture_output=True)
+    assert sorted(p.name for p in (out / "notebooks").glob("*.ipynb")) == [f"{s}.ipynb" for s in STEMS]
+    assert (out / "book" / "index.html").exists() and (out / "slides" / "index.html").exists()
+    assert any(p.name.startswith("distbook_distlib-") for p in (out / "wheels").iterdir())
+    venv = tmp_path / "room-venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--no-index", "--find-links",
+           str(out / "wheels")]
+    # pip must not reach any index: PIP_INDEX_URL / config files are cut off too
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("PIP_")}
+    clean["PIP_CONFIG_FILE"] = os.devnull
+    subprocess.run([*pip, "-r", str(out / "requirements.txt")], check=True, env=clean, timeout=1200)
+    subprocess.run([*pip, "distbook-distlib"], check=True, env=clean, timeout=300)
+    # from outside the repository, so that the import can only find the installed copy
+    probe = subprocess.run([str(venv / "bin" / "python"), "-c",
+                            "import distlib, jupyterlab, mpi4py, torch; print(distlib.__file__)"],
+                           capture_output=True, text=True, env=clean, timeout=120, cwd=tmp_path)
+    assert probe.returncode == 0, probe.stderr
+    assert probe.stdout.strip().startswith(str(venv)), probe.stdout
