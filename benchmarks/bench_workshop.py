@@ -110,12 +110,21 @@ def main(argv=None):
     parser.add_argument("--write", action="store_true", help="store run times in book/workshop_timings.json")
     parser.add_argument("--bundle", action="store_true", help="also measure dist/workshop")
     parser.add_argument("--skip-notebooks", action="store_true")
+    parser.add_argument("--chapters", help="comma-separated notebook stems to time (default: all); with --write, "
+                                           "the others keep their stored times")
     args = parser.parse_args(argv)
 
     if not args.skip_notebooks:
         chapters = []
         print(f"{'chapter':<22} {'Run all (s)':>11}")
+        only = set(args.chapters.split(",")) if args.chapters else None
+        stored = ROOT / "book" / "workshop_timings.json"
+        kept = {c["notebook"]: c for c in json.loads(stored.read_text())["chapters"]} if only and stored.exists() else {}
         for path in sorted((ROOT / "notebooks").glob("*.ipynb")):
+            if only is not None and path.stem not in only:
+                if path.stem in kept:
+                    chapters.append(kept[path.stem])
+                continue
             seconds = run_all(path)
             chapters.append({"notebook": path.stem, "seconds": round(seconds, 1)})
             print(f"{path.stem:<22} {seconds:>11.1f}")
