@@ -17,8 +17,23 @@ def animation_html(anim, **kwargs) -> str:
     static book already serves Font Awesome with the widget manager, and a
     reader offline must not wait on a CDN, so the link is dropped, except in
     Colab, which has the network and no other copy of those icons.
+
+    The frames are rendered for 2x screens and shown at the figure's size in
+    CSS pixels (96 per inch), shrinking on a narrow page, never stretched;
+    no text in them is smaller than the page's small print (10 pt).
     """
+    import re
     import sys
 
+    from matplotlib.text import Text
+
+    fig = anim._fig
+    width_in, _ = fig.get_size_inches()
+    fig.set_dpi(2 * 96)
+    for t in fig.findobj(Text):
+        if t.get_fontsize() < 10:
+            t.set_fontsize(10)
     html = anim.to_jshtml(**kwargs)
+    css = f"width:{round(width_in * 96)}px;max-width:100%;height:auto"
+    html = re.sub(r'(<img id="_anim_img\w*")', rf'\1 style="{css}"', html, count=1)
     return html if "google.colab" in sys.modules else _CDN_LINK.sub("", html)

@@ -142,7 +142,8 @@ class RingPicture:
                 tag.set_position(self._tag_xy[t.src])
                 tag.set_text(f"c{t.chunk}")
                 tag.set_visible(p <= 8)
-            self.title.set_text(f"step {step + 1} of {len(steps)}: {phase}")
+            # the title counts steps done, as the step slider does (0 = start)
+            self.title.set_text(f"step {step} of {len(steps)}; next: {phase}")
         else:
             for a, tag in zip(self.arrows, self.tags):
                 a.set_visible(False)
