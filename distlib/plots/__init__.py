@@ -5,7 +5,34 @@ Import a topic's module explicitly, e.g. ``from distlib.plots import ring``.
 
 import re as _re
 
-__all__ = ["animation_html"]
+__all__ = ["animation_html", "crisp_inline_figures"]
+
+
+def crisp_inline_figures() -> bool:
+    """In a Jupyter kernel, render inline figures for 2x screens ("retina").
+
+    The PNG has twice the pixels and says its display size in its metadata,
+    so the book (myst-nb) and Jupyter show it at its size, sharp, never
+    stretched. Called when this package is imported; does nothing (and
+    returns False) outside a kernel.
+    """
+    import sys
+
+    if "ipykernel" not in sys.modules:
+        return False
+    try:
+        from IPython import get_ipython
+        from matplotlib_inline.backend_inline import set_matplotlib_formats
+
+        if get_ipython() is None:
+            return False
+        set_matplotlib_formats("retina")
+        return True
+    except Exception:  # an old or unusual front end: keep its defaults
+        return False
+
+
+crisp_inline_figures()
 
 _CDN_LINK = _re.compile(r'<link rel="stylesheet"\s+href="https://maxcdn\.bootstrapcdn\.com/font-awesome/[^"]*">\s*')
 

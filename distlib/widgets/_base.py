@@ -45,7 +45,7 @@ from matplotlib.text import Text
 from PIL import Image as PILImage
 
 __all__ = ["FigureImage", "FigureWidget", "StaticAxis", "label_style", "static_frames", "static_config",
-           "CSS_DPI", "SCALE", "MIN_FONT_PT", "CONTINUOUS_UPDATE"]
+           "CSS_DPI", "SCALE", "MIN_FONT_PT", "CONTINUOUS_UPDATE", "log_slider"]
 
 #: CSS pixels per inch (the browser's reference pixel).
 CSS_DPI = 96
@@ -81,10 +81,13 @@ def static_frames(folder: str | os.PathLike | None = "inline", url: str = ""):
 
     ``folder``: where frame PNGs are written (``"inline"`` embeds them in the
     widget state instead); ``url``: the prefix pages reach that folder by.
-    ``static_frames(None)`` switches back to live widgets. Requires
-    ipywidgets 8 (``Stack``).
+    ``static_frames(None)`` switches back to live widgets and
+    ``static_frames("env")`` to following the environment variables.
+    Requires ipywidgets 8 (``Stack``).
     """
     _override.clear()
+    if folder == "env":
+        return
     if folder is None:
         _override.append(None)
     else:
@@ -187,6 +190,26 @@ class FigureImage:
 def image_layout(width: int) -> w.Layout:
     """Shown at ``width`` CSS px, shrunk (never stretched) to fit a narrow screen."""
     return w.Layout(width=f"{int(width)}px", max_width="100%", height="auto")
+
+
+def log_slider(*, value: float, base: float, min: float, max: float, step: float, **kwargs) -> w.FloatLogSlider:
+    """A ``FloatLogSlider`` whose grid of exponents passes through ``value``.
+
+    The browser snaps a log slider to ``min + k * step``; with the grid
+    shifted onto ``value`` a slider made for 5e-6 shows 5e-06, not 5.01e-06.
+    The range grows (never shrinks) by less than one step at each end.
+    """
+    import math
+
+    exp = math.log10(float(value)) if base == 10 else math.log2(float(value)) if base == 2 else math.log(value, base)
+    if abs(exp - round(exp)) < 1e-9:
+        exp = float(round(exp))
+    if not (min - 1e-9 <= exp <= max + 1e-9):
+        raise ValueError(f"value must be in [{base}**{min}, {base}**{max}], got {value!r}")
+    k = math.ceil((exp - min) / step - 1e-9)
+    lo = exp - k * step
+    n = math.ceil((max - lo) / step - 1e-9)
+    return w.FloatLogSlider(value=value, base=base, min=lo, max=lo + n * step, step=step, **kwargs)
 
 
 def label_style() -> dict:
@@ -311,7 +334,8 @@ class FigureWidget(w.VBox):
             if not hasattr(self, ax.control):
                 raise AttributeError(f"{type(self).__name__} has no control {ax.control!r}")
         live = {ax.control for ax in axes}
-        self._frame_cache: dict = {}
+        #: every jslink of the static view: (source, trait, target, trait)
+        self.static_links: list = []
         self.frame_count = 0
         shared_controls = {}
         for ax in axes:
@@ -364,6 +388,7 @@ class FigureWidget(w.VBox):
             play = w.Play(value=index, min=0, max=len(vals) - 1, step=1, interval=ax.player,
                           description=f"Play {desc}", layout=w.Layout(flex="0 0 auto", width="auto"))
             w.jslink((play, "value"), (slider, "value"))
+            self.static_links.append((play, "value", slider, "value"))
             box = w.HBox([play, slider], layout=w.Layout(flex_flow="row wrap", max_width="100%"))
             return box, slider, "value"
         if isinstance(ctrl, (w.Dropdown, w.ToggleButtons)):
@@ -393,6 +418,7 @@ class FigureWidget(w.VBox):
         children = [self._branch(axes, level + 1, {**chosen, ax.control: v}, shared, cfg) for v in vals]
         stack = w.Stack(children, selected_index=vals.index(current))
         w.jslink((linked, trait), (stack, "selected_index"))
+        self.static_links.append((linked, trait, stack, "selected_index"))
         if ax.local:
             return w.VBox([shown, stack])
         return stack

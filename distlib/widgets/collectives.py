@@ -15,7 +15,7 @@ from ..collectives import ALGORITHMS, COLLECTIVES, Regime, collective_time, cros
 from ..fmt import fmt_bytes, fmt_rate, fmt_seconds
 from ..plots.collectives import (ALGORITHM_COLORS, ALGORITHM_LABELS as _LABELS, default_sizes,
                                  format_bytes_axis, format_seconds_axis)
-from ._base import CONTINUOUS_UPDATE, FigureImage, FigureWidget, StaticAxis, control_layout, label_style
+from ._base import CONTINUOUS_UPDATE, FigureImage, FigureWidget, StaticAxis, control_layout, label_style, log_slider
 
 __all__ = ["CollectivesWidget"]
 
@@ -46,14 +46,14 @@ class CollectivesWidget(FigureWidget):
         cu = CONTINUOUS_UPDATE
         self.collective = w.Dropdown(options=list(COLLECTIVES), value=collective, description="collective",
                                      style=style)
-        self.alpha = w.FloatLogSlider(value=alpha, base=10, min=-7, max=-3, step=0.05,
+        self.alpha = log_slider(value=alpha, base=10, min=-7, max=-3, step=0.05,
                                       description="alpha: latency per message (s)", readout_format=".2e",
                                       continuous_update=cu, style=style, layout=layout)
-        self.bandwidth = w.FloatLogSlider(value=bandwidth, base=10, min=8, max=12, step=0.05,
+        self.bandwidth = log_slider(value=bandwidth, base=10, min=8, max=12, step=0.05,
                                           description="bandwidth per link, one way (B/s)", readout_format=".3g",
                                           continuous_update=cu, style=style, layout=layout)
         self.p = w.IntSlider(value=p, min=2, max=1024, step=1, description="ranks p", continuous_update=cu, style=style, layout=layout)
-        self.n_bytes = w.FloatLogSlider(value=n_bytes, base=10, min=0, max=10, step=0.1,
+        self.n_bytes = log_slider(value=n_bytes, base=10, min=0, max=10, step=0.1,
                                         description="buffer per rank (bytes)", readout_format=".3g",
                                         continuous_update=cu, style=style, layout=layout)
         self.regime_algorithm = w.ToggleButtons(options=[(_LABELS[a], a) for a in ALGORITHMS],

@@ -14,7 +14,7 @@ import ipywidgets as w
 from ..fmt import fmt_bytes, fmt_rate, fmt_seconds
 from ..overlap import DDPStep, ddp_step, gradient_profile
 from ..plots.overlap import TimelinePicture
-from ._base import CONTINUOUS_UPDATE, FigureImage, FigureWidget, StaticAxis, control_layout, label_style
+from ._base import CONTINUOUS_UPDATE, FigureImage, FigureWidget, StaticAxis, control_layout, label_style, log_slider
 
 __all__ = ["OverlapWidget"]
 
@@ -41,25 +41,25 @@ class OverlapWidget(FigureWidget):
         alpha_us, bandwidth_gb_per_s = alpha * 1e6, bandwidth / 1e9
         self.layers_slider = w.IntSlider(value=layers, min=1, max=48, description="layers",
                                          continuous_update=CONTINUOUS_UPDATE, style=style, layout=layout)
-        self.backward_slider = w.FloatLogSlider(value=backward_ms, base=10, min=-1, max=2, step=0.05,
+        self.backward_slider = log_slider(value=backward_ms, base=10, min=-1, max=2, step=0.05,
                                                 description="backward per layer (ms)", readout_format=".3g",
                                                 continuous_update=CONTINUOUS_UPDATE, style=style, layout=layout)
-        self.grad_slider = w.FloatLogSlider(value=grad_gb, base=10, min=-3, max=2, step=0.05,
+        self.grad_slider = log_slider(value=grad_gb, base=10, min=-3, max=2, step=0.05,
                                             description="gradient bytes, whole model (GB)", readout_format=".3g",
                                             continuous_update=CONTINUOUS_UPDATE, style=style, layout=layout)
         self.profile_dropdown = w.Dropdown(options=[("equal per layer", "uniform"),
                                                     ("embedding last (31%, as GPT-2 small)", "embedding")],
                                            value=profile, description="gradient sizes", style=style)
-        self.bucket_slider = w.FloatLogSlider(value=bucket_mb, base=2, min=-4, max=14, step=0.25,
+        self.bucket_slider = log_slider(value=bucket_mb, base=2, min=-4, max=14, step=0.25,
                                               description="bucket capacity (MiB)", readout_format=".3g",
                                               continuous_update=CONTINUOUS_UPDATE, style=style, layout=layout)
-        self.alpha_slider = w.FloatLogSlider(value=alpha_us, base=10, min=-1, max=3, step=0.05,
+        self.alpha_slider = log_slider(value=alpha_us, base=10, min=-1, max=3, step=0.05,
                                              description="latency alpha per step (µs)", readout_format=".3g",
                                              continuous_update=CONTINUOUS_UPDATE, style=style, layout=layout)
-        self.bandwidth_slider = w.FloatLogSlider(value=bandwidth_gb_per_s, base=10, min=-1, max=3, step=0.05,
+        self.bandwidth_slider = log_slider(value=bandwidth_gb_per_s, base=10, min=-1, max=3, step=0.05,
                                                  description="link GB/s (one direction)", readout_format=".3g",
                                                  continuous_update=CONTINUOUS_UPDATE, style=style, layout=layout)
-        self.p_slider = w.FloatLogSlider(value=p, base=2, min=1, max=10, step=1, description="ranks (p)",
+        self.p_slider = log_slider(value=p, base=2, min=1, max=10, step=1, description="ranks (p)",
                                          readout_format=".0f", continuous_update=CONTINUOUS_UPDATE, style=style,
                                          layout=layout)
         self.overlap_buttons = w.ToggleButtons(options=[("overlap", True), ("compute, then communicate", False)],

@@ -11,7 +11,7 @@ from ..cluster import StepTime, cluster_step
 from ..fmt import fmt_bytes, fmt_rate, fmt_seconds, fmt_flops
 from ..plots.ring import PHASE_COLORS, RingPicture, StepBars
 from ..ring import RingTrace, simulate_ring_allreduce
-from ._base import CONTINUOUS_UPDATE, FigureImage, FigureWidget, StaticAxis, control_layout, label_style
+from ._base import CONTINUOUS_UPDATE, FigureImage, FigureWidget, StaticAxis, control_layout, label_style, log_slider
 
 __all__ = ["RingWidget", "ClusterWidget"]
 
@@ -141,22 +141,22 @@ class ClusterWidget(FigureWidget):
         style = label_style()
         layout = control_layout()
         cu = CONTINUOUS_UPDATE
-        self.p_slider = w.FloatLogSlider(value=p, base=2, min=1, max=14, step=1, description="GPUs (p)",
+        self.p_slider = log_slider(value=p, base=2, min=1, max=14, step=1, description="GPUs (p)",
                                          readout_format=".0f", style=style, layout=layout)
-        self.params_slider = w.FloatLogSlider(value=params, base=10, min=8, max=12, step=0.05,
+        self.params_slider = log_slider(value=params, base=10, min=8, max=12, step=0.05,
                                               description="parameters", readout_format=".3g",
                                               style=style, layout=layout)
         self.dtype_buttons = w.ToggleButtons(options=[("bf16 gradients", 2), ("fp32 gradients", 4)],
                                              value=bytes_per_value)
-        self.link_slider = w.FloatLogSlider(value=link_bandwidth / 1e9, base=10, min=0, max=3, step=0.05,
+        self.link_slider = log_slider(value=link_bandwidth / 1e9, base=10, min=0, max=3, step=0.05,
                                             description="link GB/s (one direction)", readout_format=".3g",
                                             style=style, layout=layout)
-        self.tflops_slider = w.FloatLogSlider(value=flops_per_gpu / 1e12, base=10, min=1, max=4, step=0.05,
+        self.tflops_slider = log_slider(value=flops_per_gpu / 1e12, base=10, min=1, max=4, step=0.05,
                                               description="peak dense TFLOP/s per GPU", readout_format=".4g",
                                               style=style, layout=layout)
         self.mfu_slider = w.FloatSlider(value=mfu, min=0.05, max=1.0, step=0.01, description="MFU",
                                         readout_format=".2f", style=style, layout=layout)
-        self.tokens_slider = w.FloatLogSlider(value=tokens_per_gpu, base=2, min=9, max=20, step=1,
+        self.tokens_slider = log_slider(value=tokens_per_gpu, base=2, min=9, max=20, step=1,
                                               description="tokens per GPU per step", readout_format=".0f",
                                               style=style, layout=layout)
         self.controls = [self.p_slider, self.params_slider, self.dtype_buttons, self.link_slider,

@@ -14,7 +14,7 @@ from ..hardware import accelerator as _accelerator
 from ..hardware import accelerator_names, accelerators
 from ..plots.roofline import RooflinePicture
 from ..roofline import OPERATION_KINDS, Operation, Placement, operation
-from ._base import CONTINUOUS_UPDATE, FigureImage, FigureWidget, StaticAxis, control_layout, label_style
+from ._base import CONTINUOUS_UPDATE, FigureImage, FigureWidget, StaticAxis, control_layout, label_style, log_slider
 
 __all__ = ["RooflineWidget"]
 
@@ -42,7 +42,7 @@ class RooflineWidget(FigureWidget):
         lo, hi = SIZE_LOG2_RANGE
         if not (2**lo <= n <= 2**hi):
             raise ValueError(f"n must be in [{2**lo}, {2**hi}], got {n!r}")
-        self.size_slider = w.FloatLogSlider(value=n, base=2, min=lo, max=hi, step=1, description="size n",
+        self.size_slider = log_slider(value=n, base=2, min=lo, max=hi, step=1, description="size n",
                                             readout_format=".0f", continuous_update=CONTINUOUS_UPDATE,
                                             style=style, layout=layout)
         self.controls = [self.accelerator_dropdown, self.operation_dropdown, self.size_slider]

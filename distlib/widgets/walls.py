@@ -15,7 +15,7 @@ from ..hardware import accelerator as _accelerator
 from ..hardware import accelerator_names
 from ..plots.walls import MemoryBars, TimeBars
 from ..walls import RECIPES, Walls, three_walls, zero_state_bytes_per_gpu
-from ._base import CONTINUOUS_UPDATE, FigureImage, FigureWidget, StaticAxis, control_layout, label_style
+from ._base import CONTINUOUS_UPDATE, FigureImage, FigureWidget, StaticAxis, control_layout, label_style, log_slider
 
 __all__ = ["WallsWidget", "CHIP_COUNTS"]
 
@@ -40,10 +40,10 @@ class WallsWidget(FigureWidget):
         style = label_style()
         layout = control_layout()
         cu = CONTINUOUS_UPDATE
-        self.params_slider = w.FloatLogSlider(value=params, base=10, min=8, max=12.3, step=0.05,
+        self.params_slider = log_slider(value=params, base=10, min=8, max=12.3, step=0.05,
                                               description="parameters", readout_format=".3g",
                                               continuous_update=cu, style=style, layout=layout)
-        self.tokens_slider = w.FloatLogSlider(value=tokens, base=10, min=9, max=13.3, step=0.05,
+        self.tokens_slider = log_slider(value=tokens, base=10, min=9, max=13.3, step=0.05,
                                               description="training tokens", readout_format=".3g",
                                               continuous_update=cu, style=style, layout=layout)
         self.recipe_dropdown = w.Dropdown(options=[(f"{k}: {r.bytes_per_param:g} B/param", k)
