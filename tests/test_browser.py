@@ -244,14 +244,19 @@ def test_every_enabled_control_changes_the_picture_with_no_kernel(browser, book_
     failures = []
     for i in indices:
         widget = page.locator(f'.distlib-widget[data-distlib-index="{i}"]')
-        controls = _enabled_controls(widget)
-        assert controls, f"widget {i} has no enabled control"
-        for kind, control in controls:
-            if not control.is_visible():
-                continue  # in a branch the previous move hid
+        n_controls = len(_enabled_controls(widget))
+        assert n_controls, f"widget {i} has no enabled control"
+        for k in range(n_controls):
+            # each control is moved from the page's first state (another move
+            # could have reached a state where this control changes nothing)
+            page.reload(wait_until="load")
+            page.wait_for_selector(".distlib-widget img.distlib-frame", timeout=20000)
+            page.evaluate(WIDGET_JS)
+            widget = page.locator(f'.distlib-widget[data-distlib-index="{i}"]')
+            kind, control = _enabled_controls(widget)[k]
             before = _frames(page, i)
-            label = (control.locator("xpath=ancestor::div[contains(@class,'widget-inline-hbox') or "
-                                     "contains(@class,'widget-toggle-buttons')][1]").first.inner_text()[:40])
+            label = control.evaluate(
+                "e => (e.closest('.widget-inline-hbox, .widget-toggle-buttons') || e).innerText.slice(0, 40)")
             _move(kind, control)
             try:
                 _wait_frames_change(page, i, before)
@@ -329,4 +334,26 @@ def test_at_1280px_no_output_scrolls_sideways(browser, book_server, chapter):
                   && ['auto', 'scroll'].includes(getComputedStyle(e).overflowX))
           .map(e => `${e.tagName}.${e.className}`.slice(0, 80))""")
     assert not wide, wide[:8]
+    visit.close()
+
+
+def test_no_empty_index_page(book_server):
+    _, html = book_server
+    assert not (html / "genindex.html").exists()
+    assert 'href="genindex.html"' not in (html / "index.html").read_text()
+
+
+def test_search_snippets_show_prose_not_the_setup_cell_or_latex(browser, book_server):
+    base, html = book_server
+    index = (html / "searchindex.js").read_text()
+    assert '"isdir"' not in index  # a word only the set-up cell has (os.path.isdir) is not indexed
+    visit = PageVisit(browser, f"{base}/search.html?q=bandwidth")
+    page = visit.page
+    page.wait_for_selector("#search-results li p.context", timeout=30000)
+    page.wait_for_timeout(1500)
+    snippets = page.locator("#search-results li p.context").all_inner_texts()
+    assert snippets
+    joined = " ".join(snippets)
+    assert "Set-up" not in joined and "REPO_URL" not in joined
+    assert "\\(" not in joined and "\\frac" not in joined and "\\alpha" not in joined
     visit.close()

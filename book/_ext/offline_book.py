@@ -72,28 +72,29 @@ def _static_frames_for(app, docname, source):
     os.environ["DISTLIB_STATIC_URL"] = FRAMES + "/"
 
 
-class _SkipSetupCell:
-    """Wraps the search indexer's visitor so that it skips the set-up cell."""
+def _without_setup_cell(word_collector):
+    """Wrap the search indexer's word collector so that it never sees the set-up cell."""
 
-    def __init__(self, visit):
-        self.visit = visit
+    def collect(self, doctree):
+        hidden = [n for n in doctree.findall(nodes.Element) if SETUP_TAG in n.get("classes", ())]
+        places = [(n.parent, n.parent.index(n), n) for n in hidden if n.parent is not None]
+        for parent, _, node in reversed(places):
+            parent.remove(node)
+        try:
+            return word_collector(self, doctree)
+        finally:
+            for parent, index, node in places:
+                parent.insert(index, node)
 
-    def __get__(self, obj, objtype=None):
-        visit = self.visit.__get__(obj, objtype)
-
-        def dispatch_visit(node):
-            if isinstance(node, nodes.Element) and SETUP_TAG in node.get("classes", ()):
-                raise nodes.SkipNode
-            return visit(node)
-
-        return dispatch_visit
+    collect.skips_setup_cell = True
+    return collect
 
 
 def setup(app):
-    from sphinx.search import WordCollector
+    from sphinx.search import IndexBuilder
 
-    if not isinstance(WordCollector.__dict__.get("dispatch_visit"), _SkipSetupCell):
-        WordCollector.dispatch_visit = _SkipSetupCell(WordCollector.dispatch_visit)
+    if not getattr(IndexBuilder._word_collector, "skips_setup_cell", False):
+        IndexBuilder._word_collector = _without_setup_cell(IndexBuilder._word_collector)
     app.connect("config-inited", _config)
     app.connect("source-read", _static_frames_for)
     app.connect("html-page-context", _dedupe_and_check, priority=900)

@@ -50,6 +50,7 @@ class RooflineWidget(FigureWidget):
         self.fig = FigureImage(width=500, height=380)
         self.picture = RooflinePicture(self.fig.ax, accelerators())
         self.fig.ax.set_title("grey: every chip in the table; blue: the chosen one", fontsize=9)
+        self.fig.enforce_min_font()
         self.fig.figure.tight_layout(pad=0.6)
         self.fig.set_animated(self.picture.dynamic_artists)
 

@@ -64,7 +64,7 @@ class WallsWidget(FigureWidget):
                          self.mfu_slider, self.chips_dropdown, self.stage_buttons]
 
         # the two walls stacked, so that each keeps readable text on a narrow page
-        self.fig = FigureImage(width=440, height=560)
+        self.fig = FigureImage(width=440, height=600)
         figure = self.fig.figure
         figure.delaxes(self.fig.ax)
         self.mem_ax, self.time_ax = figure.subplots(2, 1, gridspec_kw={"height_ratios": [1.25, 1]})
@@ -74,7 +74,8 @@ class WallsWidget(FigureWidget):
         self.mem_ax.set_title("memory wall: model state per GPU", fontsize=11)
         self.times = TimeBars(self.time_ax, ylim=TIME_RANGE)
         self.time_ax.set_title("compute wall: training time", fontsize=11)
-        figure.tight_layout(pad=0.6)
+        self.fig.enforce_min_font()  # lay out with the text at the size it is drawn
+        figure.tight_layout(pad=0.6, h_pad=1.2)
         self.fig.set_animated(self.memory.dynamic_artists + self.times.dynamic_artists)
 
         self.summary = w.HTML()
