@@ -131,12 +131,14 @@ def main() -> None:
     ap.add_argument("--html", type=Path, default=ROOT / "_build" / "html")
     ap.add_argument("--build", action="store_true", help="time a clean and a cached build first (minutes)")
     ap.add_argument("--moves", type=int, default=4, help="key presses per slider")
+    ap.add_argument("--keep", type=Path, help="with --build: build into this folder and keep it")
     args = ap.parse_args()
     html = args.html
     builds = {}
     tmp = None
     if args.build:
-        tmp = Path(tempfile.mkdtemp(prefix="bench-static-"))
+        tmp = args.keep or Path(tempfile.mkdtemp(prefix="bench-static-"))
+        shutil.rmtree(tmp / "_build", ignore_errors=True)
         builds["clean"] = build(tmp)
         builds["cached"] = build(tmp)
         html = tmp / "_build" / "html"
@@ -172,7 +174,7 @@ def main() -> None:
               f"cached rebuild {builds['cached']:.1f} s (target 30 s) {'ok' if builds['cached'] <= 30 else 'MISS'}")
     print("frame rendering at build time (Python, per widget):")
     frame_times()
-    if tmp:
+    if tmp and not args.keep:
         shutil.rmtree(tmp, ignore_errors=True)
 
 

@@ -37,20 +37,38 @@ def static(tmp_path):
     _base.static_frames("env")
 
 
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    """Each widget built once in static mode (drawing every frame costs seconds): name -> (widget, folder)."""
+    cache = {}
+
+    def get(name):
+        if name not in cache:
+            folder = tmp_path_factory.mktemp(name) / "frames"
+            _base.static_frames(folder, url="widget-frames")
+            try:
+                cache[name] = FACTORIES[name](), folder
+            finally:
+                _base.static_frames("env")
+        return cache[name]
+
+    return get
+
+
 FACTORIES = {
     "ring": lambda: RingWidget(p=4),
     "cluster": lambda: ClusterWidget(p=8, params=7e9, link_bandwidth=50e9, flops_per_gpu=989e12),
     "walls": lambda: WallsWidget(params=7e9, chips=8, stage=0),
     "roofline": lambda: RooflineWidget(n=1024),
     "topology": lambda: TopologyWidget(kind="torus2", size=4),
-    "collectives": lambda: CollectivesWidget(alpha=5e-6, bandwidth=50e9, p=64, n_bytes=1e6),
+    "collectives": lambda: CollectivesWidget(alpha=5e-6, bandwidth=50e9, p=64, n_bytes=2**20),
     "overlap": lambda: OverlapWidget(layers=48, bucket_bytes=25 * 2**20, bandwidth=25e9, p=64),
 }
 
 
 @pytest.mark.parametrize("name", FACTORIES)
-def test_every_live_static_control_drives_a_stack_of_distinct_frames(static, name):
-    wdg = FACTORIES[name]()
+def test_every_live_static_control_drives_a_stack_of_distinct_frames(built, name):
+    wdg, static = built(name)
     stacks = [c for c in _walk(wdg) if isinstance(c, w.Stack)]
     assert stacks, "no Stack of frames"
     links = wdg.static_links
@@ -73,29 +91,32 @@ def test_every_live_static_control_drives_a_stack_of_distinct_frames(static, nam
         assert id(c) in linked or (c.disabled and "static page" in notes), c.description
 
 
-def test_the_prose_values_are_grid_points_and_selected_first(static):
-    cw = CollectivesWidget(alpha=5e-6, bandwidth=50e9, p=64, n_bytes=2**20)
+def test_the_prose_values_are_grid_points_and_selected_first(built):
+    cw, _ = built("collectives")
     sel = {c.description: c for c in _walk(cw) if isinstance(c, w.SelectionSlider)}
     assert sel["buffer per rank (bytes)"].value == 2**20
     assert sel["ranks p"].value == 64
     assert sel["buffer per rank (bytes)"].label == fmt_bytes(2**20)
-    ov = OverlapWidget(bucket_bytes=25 * 2**20, bandwidth=25e9)
+    ov, _ = built("overlap")
     sel = {c.description: c for c in _walk(ov) if isinstance(c, w.SelectionSlider)}
     assert sel["bucket capacity (MiB)"].value == 25
 
 
-def test_the_initial_frame_is_the_live_picture(static, tmp_path):
-    wdg = WallsWidget(params=70e9, chips=64, stage=3)
+def test_the_initial_frame_is_the_live_picture(built):
+    wdg, _ = built("walls")
     _base.static_frames(None)
-    again = WallsWidget(params=70e9, chips=64, stage=3)
+    try:
+        again = WallsWidget(params=7e9, chips=8, stage=0)
+    finally:
+        _base.static_frames("env")
     live = bytes(again.fig.image.value)
     # the same update() path draws both; the static one stores a palette PNG of the same picture
     assert again.result == wdg.result
     assert len(live) > 1000 and bytes(again.fig.image.value)[:4] == PNG
 
 
-def test_ring_steps_have_their_own_slider_and_play_per_ring_size(static):
-    wdg = RingWidget(p=4)
+def test_ring_steps_have_their_own_slider_and_play_per_ring_size(built):
+    wdg, _ = built("ring")
     plays = [c for c in _walk(wdg) if isinstance(c, w.Play)]
     assert len(plays) == len(_base_p_static())
     for play in plays:

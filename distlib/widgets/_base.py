@@ -241,7 +241,7 @@ class StaticAxis:
     labels: Callable[[object], str] = str
     local: bool = False
     player: int | None = None  # Play interval in ms, or None
-    description: str | None = None
+    description: str | Callable[[dict], str] | None = None
 
     def grid(self, chosen: dict) -> list:
         vals = self.values(chosen) if callable(self.values) else self.values
@@ -374,13 +374,13 @@ class FigureWidget(w.VBox):
     def _restore(self, values: dict) -> None:
         self.render_frame(values)
 
-    def _selector(self, ax: StaticAxis, vals: list, current) -> tuple[w.Widget, w.Widget, str]:
+    def _selector(self, ax: StaticAxis, vals: list, current, chosen: dict | None = None):
         """A control for the grid ``vals``: (shown widget, linked widget, linked trait)."""
         ctrl = getattr(self, ax.control)
         if current not in vals:
             vals = sorted(set(vals) | {current}, key=_sort_key)
         index = vals.index(current)
-        desc = ax.description or ctrl.description
+        desc = ax.description(chosen or {}) if callable(ax.description) else (ax.description or ctrl.description)
         style = label_style()
         if ax.player is not None:
             slider = w.IntSlider(value=index, min=0, max=len(vals) - 1, description=desc, style=style,
@@ -411,7 +411,7 @@ class FigureWidget(w.VBox):
         if ax.local:
             if current not in vals:
                 current = vals[0]
-            shown, linked, trait = self._selector(ax, vals, current)
+            shown, linked, trait = self._selector(ax, vals, current, chosen)
         else:
             shown, linked, trait = shared[ax.control]
             vals = [v for _, v in linked.options] if trait == "index" else vals

@@ -90,7 +90,7 @@ class TopologyWidget(FigureWidget):
             return range(lo, hi + 1, step)
 
         return [StaticAxis("kind", list(KIND_SPECS)),
-                StaticAxis("size", sizes, local=True),
+                StaticAxis("size", sizes, local=True, description=lambda chosen: KIND_SPECS[chosen["kind"]][1]),
                 StaticAxis("ring", ["topology-aware", "host order"])]
 
     def _on_kind(self, change):
