@@ -16,12 +16,14 @@
       .trim();
   }
   function install() {
-    var S = window.Search;
+    // searchtools.js declares "const Search": a global binding, not a window property
+    var S = typeof Search !== "undefined" ? Search : window.Search;
     if (!S || !S.htmlToText || S.htmlToText.distbook) return;
     var original = S.htmlToText;
     var patched = function (htmlString, anchor) {
       var doc = new DOMParser().parseFromString(htmlString, "text/html");
-      doc.querySelectorAll(".tag_colab-setup, .cell_input, .cell_output, script, style, .headerlink")
+      doc.querySelectorAll(".tag_colab-setup, .cell_input, .cell_output, script, style, .headerlink, " +
+                           "nav, .bd-toc, .bd-sidebar-secondary, .onlyprint, .bd-header-article")
         .forEach(function (el) { el.remove(); });
       doc.querySelectorAll(".math").forEach(function (el) { el.textContent = plainMath(el.textContent); });
       return original(doc.documentElement.outerHTML, anchor);
