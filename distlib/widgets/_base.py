@@ -426,20 +426,33 @@ class FigureWidget(w.VBox):
     def _leaf(self, chosen, cfg) -> w.Widget:
         frame = self.render_frame(chosen)
         self.frame_count += 1
-        if cfg.folder is None:
-            image = w.Image(value=frame.png, format="png", layout=image_layout(self.fig.width))
-        else:
-            name = hashlib.sha1(frame.png).hexdigest()[:16] + ".png"
-            cfg.folder.mkdir(parents=True, exist_ok=True)
-            target = cfg.folder / name
-            if not target.exists():
-                target.write_bytes(frame.png)
-            image = w.Image(value=(cfg.url + name).encode(), format="url", layout=image_layout(self.fig.width))
-        image.add_class("distlib-frame")
-        return self._leaf_layout(image, w.HTML(frame.summary))
+        # One Layout (and style) model shared by every frame, not one each: the
+        # page's widget state is a list of models, and most would be copies.
+        if not hasattr(self, "_shared"):
+            self._shared = {"image": image_layout(self.fig.width), "box": w.Layout(), "html": w.Layout(),
+                            "style": w.HTMLStyle() if hasattr(w, "HTMLStyle") else None, "images": {}}
+        shared = self._shared
+        key = hashlib.sha1(frame.png).hexdigest()[:16]
+        image = shared["images"].get(key)  # an identical picture is one Image model, shown wherever it recurs
+        if image is None:
+            if cfg.folder is None:
+                image = w.Image(value=frame.png, format="png", layout=shared["image"])
+            else:
+                name = key + ".png"
+                cfg.folder.mkdir(parents=True, exist_ok=True)
+                target = cfg.folder / name
+                if not target.exists():
+                    target.write_bytes(frame.png)
+                image = w.Image(value=(cfg.url + name).encode(), format="url", layout=shared["image"])
+            image.add_class("distlib-frame")
+            shared["images"][key] = image
+        kw = {"layout": shared["html"]}
+        if shared["style"] is not None:
+            kw["style"] = shared["style"]
+        return self._leaf_layout(image, w.HTML(frame.summary, **kw))
 
     def _leaf_layout(self, image: w.Widget, summary: w.Widget) -> w.Widget:
-        return w.VBox([image, *self._extra, summary])
+        return w.VBox([image, *self._extra, summary], layout=self._shared["box"])
 
 
 def _sort_key(v):
