@@ -7,6 +7,7 @@ their to_jshtml animations must advance when played.
 
 from __future__ import annotations
 
+import json
 import shutil
 from urllib.parse import urlparse
 
@@ -140,4 +141,222 @@ def test_animations_advance_when_played(browser, book_server, chapter):
     assert img.get_attribute("src") != first_src
     assert int(anim.locator("input.anim-slider").input_value()) > 0
     assert not visit.errors
+    visit.close()
+
+
+# ---- kernel-free widgets ------------------------------------------------------
+# Every widget on the static pages is a distlib FigureWidget in static mode:
+# its live controls are jslinked to Stacks of frames rendered at build time.
+
+WIDGET_JS = r"""
+() => [...document.querySelectorAll('.distlib-widget')].map((w, i) => { w.dataset.distlibIndex = i; return i; })
+"""
+
+# The visible frame(s) of widget i: a Stack renders only its selected child.
+FRAMES_JS = r"""
+(i) => {
+  const w = document.querySelector(`.distlib-widget[data-distlib-index="${i}"]`);
+  return [...w.querySelectorAll('img.distlib-frame')].filter(img => img.offsetParent !== null)
+    .map(img => img.getAttribute('src'));
+}
+"""
+
+
+def _static_visit(browser, base, chapter, **context):
+    visit = PageVisit.__new__(PageVisit)
+    visit.errors, visit.outside = [], []
+    visit.context = browser.new_context(**context)
+    visit.page = visit.context.new_page()
+    visit.page.on("pageerror", lambda e: visit.errors.append(str(e)))
+    visit.page.on("console", lambda m: m.type == "error" and visit.errors.append(m.text))
+
+    def route(r):
+        host = urlparse(r.request.url).hostname
+        if r.request.url.startswith(("data:", "blob:")) or host == "127.0.0.1":
+            r.continue_()
+        else:
+            visit.outside.append(r.request.url)
+            r.abort()
+
+    visit.page.route("**/*", route)
+    visit.page.goto(f"{base}/{chapter}", wait_until="load")
+    visit.page.wait_for_selector(".distlib-widget img.distlib-frame", timeout=20000)
+    visit.page.wait_for_timeout(500)
+    return visit
+
+
+def _frames(page, i):
+    return page.evaluate(FRAMES_JS, i)
+
+
+def _wait_frames_change(page, i, before, timeout=5000):
+    page.wait_for_function(
+        "([i, before]) => { const w = document.querySelector(`.distlib-widget[data-distlib-index=\"${i}\"]`);"
+        " const s = [...w.querySelectorAll('img.distlib-frame')].filter(img => img.offsetParent !== null)"
+        "   .map(img => img.getAttribute('src'));"
+        " return s.length > 0 && JSON.stringify(s) !== JSON.stringify(before)"
+        "   && [...w.querySelectorAll('img.distlib-frame')].filter(img => img.offsetParent !== null)"
+        "        .every(img => img.complete && img.naturalWidth > 0); }",
+        arg=[i, before], timeout=timeout)
+
+
+def _enabled_controls(widget):
+    """(kind, locator) for every enabled, visible control of a widget, outermost first."""
+    out = []
+    for handle in widget.locator(".widget-slider .noUi-handle").all():
+        slider = handle.locator("xpath=ancestor::div[contains(@class,'widget-slider')][1]")
+        if handle.is_visible() and "mod-disabled" not in (slider.get_attribute("class") or "") \
+                and handle.get_attribute("disabled") is None \
+                and slider.locator(".noUi-target[disabled]").count() == 0:
+            out.append(("slider", handle))
+    for sel in widget.locator(".widget-dropdown select").all():
+        if sel.is_visible() and sel.is_enabled():
+            out.append(("dropdown", sel))
+    for group in widget.locator(".widget-toggle-buttons").all():
+        buttons = group.locator("button")
+        if group.is_visible() and buttons.count() > 1 and buttons.first.is_enabled():
+            out.append(("toggle", group))
+    return out
+
+
+def _move(kind, control):
+    if kind == "slider":
+        control.focus()
+        control.press("End")
+    elif kind == "dropdown":
+        options = control.locator("option").all()
+        current = control.input_value()
+        values = [o.get_attribute("value") for o in options]
+        control.select_option(next(v for v in reversed(values) if v != current))
+    else:
+        buttons = control.locator("button").all()
+        next(b for b in reversed(buttons) if "mod-active" not in (b.get_attribute("class") or "")).click()
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_every_enabled_control_changes_the_picture_with_no_kernel(browser, book_server, chapter):
+    """Network off, no kernel: each enabled slider, menu or toggle of every
+    widget swaps the picture for another build-time frame."""
+    base, _ = book_server
+    visit = _static_visit(browser, base, chapter)
+    page = visit.page
+    indices = page.evaluate(WIDGET_JS)
+    assert indices, "no kernel-free widget on the page"
+    failures = []
+    for i in indices:
+        widget = page.locator(f'.distlib-widget[data-distlib-index="{i}"]')
+        n_controls = len(_enabled_controls(widget))
+        assert n_controls, f"widget {i} has no enabled control"
+        for k in range(n_controls):
+            # each control is moved from the page's first state (another move
+            # could have reached a state where this control changes nothing)
+            page.reload(wait_until="load")
+            page.wait_for_selector(".distlib-widget img.distlib-frame", timeout=20000)
+            page.evaluate(WIDGET_JS)
+            widget = page.locator(f'.distlib-widget[data-distlib-index="{i}"]')
+            kind, control = _enabled_controls(widget)[k]
+            before = _frames(page, i)
+            label = control.evaluate(
+                "e => (e.closest('.widget-inline-hbox, .widget-toggle-buttons') || e).innerText.slice(0, 40)")
+            _move(kind, control)
+            try:
+                _wait_frames_change(page, i, before)
+            except Exception:
+                failures.append(f"widget {i}: moving {kind} {label!r} left the picture as it was")
+    assert not failures, "\n".join(failures)
+    assert not visit.errors, visit.errors[:3]
+    assert not visit.outside, visit.outside[:3]
+    visit.close()
+
+
+def test_disabled_controls_say_why(browser, book_server):
+    base, _ = book_server
+    visit = _static_visit(browser, base, "notebooks/02_walls.html")
+    notes = visit.page.locator(".distlib-static-note")
+    assert notes.count() >= 1 and "Colab" in notes.first.inner_text()
+    visit.close()
+
+
+PICTURES = ".cell_output img.widget-image, .cell_output div.animation img"
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_no_widget_picture_is_drawn_larger_than_its_pixels(browser, book_server, chapter):
+    """Pictures are rendered for 2x screens: on screen, at most half their pixel width."""
+    base, _ = book_server
+    visit = _static_visit(browser, base, chapter)
+    sizes = visit.page.evaluate(
+        "(sel) => [...document.querySelectorAll(sel)].filter(i => i.offsetParent !== null && i.naturalWidth > 0)"
+        ".map(i => [i.getAttribute('src').slice(0, 60), i.getBoundingClientRect().width, i.naturalWidth])", PICTURES)
+    assert sizes
+    bad = [s for s in sizes if s[1] > s[2] / 2 + 1]
+    assert not bad, bad[:5]
+    visit.close()
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_on_a_390px_phone_no_widget_leaves_the_screen(browser, book_server, chapter):
+    base, _ = book_server
+    visit = _static_visit(browser, base, chapter, viewport={"width": 390, "height": 844})
+    page = visit.page
+    outside = page.evaluate(
+        """() => {
+          const bad = [];
+          for (const root of document.querySelectorAll('.distlib-widget, div.animation')) {
+            for (const el of [root, ...root.querySelectorAll('*')]) {
+              if (el.offsetParent === null) continue;
+              const r = el.getBoundingClientRect();
+              if (r.width === 0 || r.height === 0) continue;
+              // inside a box that scrolls sideways, it is on screen by scrolling that box
+              let p = el.parentElement, scrolls = false;
+              while (p && p !== root.parentElement) {
+                const o = getComputedStyle(p).overflowX;
+                if ((o === 'auto' || o === 'scroll') && p !== el) { scrolls = true; break; }
+                p = p.parentElement;
+              }
+              if (!scrolls && (r.right > window.innerWidth + 0.5 || r.left < -0.5))
+                bad.push(`${el.tagName}.${el.className}`.slice(0, 80) + ` [${Math.round(r.left)}, ${Math.round(r.right)}]`);
+            }
+          }
+          return bad;
+        }""")
+    assert not outside, outside[:8]
+    assert page.evaluate("() => document.scrollingElement.scrollWidth") <= 391
+    visit.close()
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_at_1280px_no_output_scrolls_sideways(browser, book_server, chapter):
+    base, _ = book_server
+    visit = _static_visit(browser, base, chapter, viewport={"width": 1280, "height": 900})
+    wide = visit.page.evaluate(
+        """() => [...document.querySelectorAll('.cell_output, .cell_output *')]
+          .filter(e => e.offsetParent !== null && e.scrollWidth > e.clientWidth + 1
+                  && ['auto', 'scroll'].includes(getComputedStyle(e).overflowX))
+          .map(e => `${e.tagName}.${e.className}`.slice(0, 80))""")
+    assert not wide, wide[:8]
+    visit.close()
+
+
+def test_no_empty_index_page(book_server):
+    _, html = book_server
+    assert not (html / "genindex.html").exists()
+    assert 'href="genindex.html"' not in (html / "index.html").read_text()
+
+
+def test_search_snippets_show_prose_not_the_setup_cell_or_latex(browser, book_server):
+    base, html = book_server
+    text = (html / "searchindex.js").read_text()
+    index = json.loads(text[text.index("(") + 1:text.rindex(")")])
+    # a word only the set-up cell has (os.path.isdir) points to no page
+    assert index["terms"].get("isdir", []) in ([], None)
+    visit = PageVisit(browser, f"{base}/search.html?q=bandwidth")
+    page = visit.page
+    page.wait_for_selector("#search-results li p.context", timeout=30000)
+    page.wait_for_timeout(1500)
+    snippets = page.locator("#search-results li p.context").all_inner_texts()
+    assert snippets
+    joined = " ".join(snippets)
+    assert "Set-up" not in joined and "REPO_URL" not in joined
+    assert "\\(" not in joined and "\\frac" not in joined and "\\alpha" not in joined
     visit.close()

@@ -337,8 +337,8 @@ def test_two_level_widget_follows_its_controls():
     pytest.importorskip("ipywidgets")
     from distlib.widgets.minicluster import TwoLevelWidget
 
-    widget = TwoLevelWidget(nodes=2, ranks_per_node=2, link_gbit=1.0, intra_gb_per_s=1000.0, alpha_inter_us=0.1,
-                            alpha_intra_us=0.1, n_bytes=1e9)  # fmt: skip
+    widget = TwoLevelWidget(nodes=2, ranks_per_node=2, link_bandwidth=1e9 / 8, intra_bandwidth=1e12,
+                            alpha_inter=1e-7, alpha_intra=1e-7, n_bytes=1e9)  # fmt: skip
     assert widget.result.gain == pytest.approx(1.5, rel=0.02)  # link-bound: 1.5 n against n over the link
     assert widget.fig.image.value[:4] == b"\x89PNG"
     widget.ranks_slider.value = 8

@@ -86,7 +86,7 @@ def test_time_unit():
 
 
 def test_widget_recomputes_on_each_control():
-    wdg = OverlapWidget(layers=8, backward_ms=5, grad_gb=1, bucket_mb=25, alpha_us=5, bandwidth_gb_per_s=25, p=8)
+    wdg = OverlapWidget(layers=8, backward_time=5e-3, grad_bytes=1e9, bucket_bytes=25 * 2**20, alpha=5e-6, bandwidth=25e9, p=8)
     s0 = wdg.result
     png = bytes(wdg.fig.image.value)
     assert png.startswith(b"\x89PNG")
@@ -118,7 +118,7 @@ def test_widget_recomputes_on_each_control():
 
 
 def test_widget_overlap_toggle_and_summary():
-    wdg = OverlapWidget(bandwidth_gb_per_s=1)  # slow links: the all-reduces queue
+    wdg = OverlapWidget(bandwidth=1e9)  # slow links: the all-reduces queue
     assert wdg.result.timeline.backed_up
     assert "queue up" in wdg.summary.value
     assert f"{wdg.result.speedup:.2f}x" in wdg.summary.value

@@ -45,7 +45,7 @@ def test_ring_widget_only_offers_valid_ranges():
 
 
 def test_cluster_widget_recomputes_on_each_control():
-    wdg = ClusterWidget(p=8, params=7e9, link_gb_per_s=50, tflops=989, mfu=0.4, tokens_per_gpu=4096)
+    wdg = ClusterWidget(p=8, params=7e9, link_bandwidth=50e9, flops_per_gpu=989e12, mfu=0.4, tokens_per_gpu=4096)
     before = wdg.result
     png = wdg.fig.image.value
     wdg.link_slider.value = 1.0  # 1 GB/s

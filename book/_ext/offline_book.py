@@ -7,11 +7,30 @@
   default mode is configured: set one.
 - Refuse to build a page that would load a script from another host, so an
   offline reader never meets a blank widget or a missing animation.
+- Kernel-free widgets: the kernels that execute the chapters are told (by
+  ``DISTLIB_STATIC_WIDGETS`` and ``DISTLIB_STATIC_URL``, see
+  ``distlib/widgets/_base.py``) to draw every widget's frames at build time
+  and write them next to the page, in ``widget-frames/``. This is the one
+  switch: a kernel anywhere else (Jupyter, Colab) keeps its widgets live.
+- ``static/distbook.css`` (a layout that fits a 390 px phone and no sideways
+  scrolling at 1280 px) and ``static/distbook.js`` (search snippets without
+  the Colab set-up cell or raw LaTeX) on every page.
+- The set-up cell (tag ``colab-setup``) stays out of the search index.
+- The book has no index entries, so it has no empty ``genindex`` page.
 """
 
 from __future__ import annotations
 
+import os
+import posixpath
+from pathlib import Path
+
+from docutils import nodes
 from sphinx.errors import ExtensionError
+
+HERE = Path(__file__).resolve().parent
+FRAMES = "widget-frames"
+SETUP_TAG = "tag_colab-setup"
 
 
 def _key(script):
@@ -36,13 +55,49 @@ def _dedupe_and_check(app, pagename, templatename, context, doctree):
     scripts[:] = kept
 
 
-def _default_mode(app, config):
+def _config(app, config):
     context = dict(config.html_context or {})
     context.setdefault("default_mode", "light")
     config.html_context = context
+    config.html_static_path = [*config.html_static_path, str(HERE / "static")]
+    config.html_use_index = False
+
+
+def _static_frames_for(app, docname, source):
+    """Before a chapter is read (and its notebook executed), point its kernel at its frame folder."""
+    if app.builder.format != "html":
+        return
+    folder = posixpath.dirname(docname)
+    os.environ["DISTLIB_STATIC_WIDGETS"] = str(Path(app.outdir, folder, FRAMES))
+    os.environ["DISTLIB_STATIC_URL"] = FRAMES + "/"
+
+
+def _without_setup_cell(word_collector):
+    """Wrap the search indexer's word collector so that it never sees the set-up cell."""
+
+    def collect(self, doctree):
+        hidden = [n for n in doctree.findall(nodes.Element) if SETUP_TAG in n.get("classes", ())]
+        places = [(n.parent, n.parent.index(n), n) for n in hidden if n.parent is not None]
+        for parent, _, node in reversed(places):
+            parent.remove(node)
+        try:
+            return word_collector(self, doctree)
+        finally:
+            for parent, index, node in places:
+                parent.insert(index, node)
+
+    collect.skips_setup_cell = True
+    return collect
 
 
 def setup(app):
-    app.connect("config-inited", _default_mode)
+    from sphinx.search import IndexBuilder
+
+    if not getattr(IndexBuilder._word_collector, "skips_setup_cell", False):
+        IndexBuilder._word_collector = _without_setup_cell(IndexBuilder._word_collector)
+    app.connect("config-inited", _config)
+    app.connect("source-read", _static_frames_for)
     app.connect("html-page-context", _dedupe_and_check, priority=900)
-    return {"parallel_read_safe": True, "parallel_write_safe": True}
+    app.add_css_file("distbook.css")
+    app.add_js_file("distbook.js")
+    return {"parallel_read_safe": False, "parallel_write_safe": True}

@@ -303,7 +303,7 @@ def plot_measured_sweep(ax, comparison, *, cpu=False) -> dict:
     return out
 
 
-def animate_timeline(timeline, *, frames=20, figsize=(5.6, 1.9), dpi=72, interval=150):
+def animate_timeline(timeline, *, frames=20, figsize=(6.0, 2.7), dpi=72, interval=150):
     """An animation of the step filling in over time, for ``HTML(anim.to_jshtml())``.
 
     A vertical line sweeps from the start to the end of the step; bars grow
@@ -322,8 +322,9 @@ def animate_timeline(timeline, *, frames=20, figsize=(5.6, 1.9), dpi=72, interva
     FigureCanvasAgg(fig)
     ax = fig.add_subplot()
     pic = TimelinePicture(ax)
-    fig.subplots_adjust(left=0.16, right=0.98, bottom=0.27, top=0.86)
-    times = np.linspace(0.0, tl.iteration_time, frames)
+    fig.subplots_adjust(left=0.17, right=0.98, bottom=0.24, top=0.86)
+    # the first frame already shows the step begun (never empty axes), the last the whole step
+    times = np.linspace(0.0, tl.iteration_time, frames + 1)[1:]
 
     def frame(k):
         pic.set_timeline(tl, until=float(times[k]))

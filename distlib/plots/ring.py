@@ -141,8 +141,9 @@ class RingPicture:
                 a.set_color(PHASE_COLORS[t.phase])
                 tag.set_position(self._tag_xy[t.src])
                 tag.set_text(f"c{t.chunk}")
-                tag.set_visible(p <= 8)
-            self.title.set_text(f"step {step + 1} of {len(steps)}: {phase}")
+                tag.set_visible(p <= 6)  # beyond six GPUs the tags would cover the GPU names
+            # the title counts steps done, as the step slider does (0 = start)
+            self.title.set_text(f"step {step} of {len(steps)}; next: {phase}")
         else:
             for a, tag in zip(self.arrows, self.tags):
                 a.set_visible(False)

@@ -225,7 +225,7 @@ def draw_topology(ax, topo: Topology, ring=None, loads=None, *, node_size=None, 
     ax.axis("off")
     edges = list(g.edges)
     segs, owners = _segments(topo, pos, edges)
-    if load_map:
+    if load_map and topo.kind != "dgx":  # the DGX ring is drawn hop by hop instead (see _draw_ring_dgx)
         vmax = max(max(load_map.values()), 2)
         cmap = colormaps[_LOAD_CMAP]
         norm = Normalize(vmin=0, vmax=vmax)
@@ -283,6 +283,8 @@ def _short(node) -> str:
 
 def _draw_ring(ax, topo, pos, ring_loads: RingLoads):
     """The ring's messages, each along its route, nudged to the left of travel, with arrowheads."""
+    if topo.kind == "dgx":
+        return _draw_ring_dgx(ax, topo, pos, ring_loads)
     xs = [x for x, _ in pos.values()]
     ys = [y for _, y in pos.values()]
     scale = max(max(xs) - min(xs), max(ys) - min(ys), 1e-9)
@@ -324,6 +326,47 @@ def _draw_ring(ax, topo, pos, ring_loads: RingLoads):
         jumps = np.array(jumps)
         arts += ax.plot(jumps[:, 0], jumps[:, 1], ls="none", marker="o", ms=8, mfc="none", mec=RING_COLOR,
                         mew=1.5, zorder=4)
+    return arts
+
+
+def _draw_ring_dgx(ax, topo, pos, ring_loads: RingLoads):
+    """The ring on DGX nodes, drawn so that it can be traced from GPU to GPU.
+
+    A hop inside a node (GPU -> NVSwitch -> GPU) is an arc under the GPU row
+    from one GPU to the next (it dips toward the NVSwitch, deeper for longer
+    hops); a hop between nodes climbs to its rail switch and back down. Each
+    hop ends in an arrowhead at the GPU it reaches, and each GPU is numbered
+    by its place in the ring. Arrowheads and curves are sized in points, so
+    they keep their shape on the stretched (aspect "auto") axes.
+    """
+    from matplotlib.patches import FancyArrowPatch
+
+    arts = []
+    order = [path[0] for path in ring_loads.routes]
+    style = dict(color=RING_COLOR, linewidth=1.6, zorder=2, shrinkA=3, shrinkB=3)
+    for path in ring_loads.routes:
+        i = 0
+        while i < len(path) - 1:
+            u = path[i]
+            if (i + 2 < len(path) and path[i + 1][0] == "nvswitch" and u[0] == "gpu" and path[i + 2][0] == "gpu"):
+                v = path[i + 2]
+                (x0, _), (x1, _) = pos[u], pos[v]
+                rad = 0.6 if x1 > x0 else -0.6  # always bend below the GPU row
+                last = i + 2 == len(path) - 1
+                a = FancyArrowPatch(pos[u], pos[v], connectionstyle=f"arc3,rad={rad}",
+                                    arrowstyle="-|>" if last else "-", mutation_scale=12, **style)
+                i += 2
+            else:
+                v = path[i + 1]
+                last = i + 1 == len(path) - 1
+                a = FancyArrowPatch(pos[u], pos[v], arrowstyle="-|>" if last else "-", mutation_scale=12, **style)
+                i += 1
+            ax.add_patch(a)
+            arts.append(a)
+    for k, gpu in enumerate(order):
+        x, y = pos[gpu]
+        arts.append(ax.annotate(str(k), (x, y), xytext=(0, 7), textcoords="offset points", ha="center",
+                                va="bottom", fontsize=10, color="#333333", zorder=5))
     return arts
 
 

@@ -1,8 +1,26 @@
-"""What every widget shares: a matplotlib figure shown as a PNG Image widget.
+"""What every widget shares: controls, a picture, a summary, and two ways to show them.
 
-Rendering to PNG bytes in an ``ipywidgets.Image`` (instead of an ``Output``)
-keeps the current picture in the saved widget state, so the static book shows
-it, and works the same under ipywidgets 7.7.1 (Colab) and 8.
+**Live** (Jupyter, Colab, any kernel): each control's ``observe`` recomputes
+the model and redraws the figure into an ``ipywidgets.Image`` (PNG bytes), so
+the picture is part of the saved widget state and works the same under
+ipywidgets 7.7.1 (Colab) and 8.
+
+**Static** (the built book, where no kernel runs): the widget renders, at
+build time, one frame (picture and summary) for every point of a small grid
+of control values, through the very same ``update()`` as the live path, and
+shows them in nested ``Stack`` widgets whose ``selected_index`` is
+``jslink``-ed to the controls. The browser then swaps frames with no kernel
+and no network. Controls outside the grid are shown disabled with a one-line
+reason. ``Stack`` exists only in ipywidgets 8, so static mode is switched on
+explicitly, never guessed: by :func:`static_frames` or by the environment
+variable ``DISTLIB_STATIC_WIDGETS`` (a folder to write frame files into; the
+book's Sphinx extension sets it for the kernels it starts), together with
+``DISTLIB_STATIC_URL`` (the URL prefix those files are reached by from the
+page). Set ``DISTLIB_STATIC_WIDGETS=inline`` to embed frames in the page.
+
+Pictures are rendered for the size they are shown at (``width`` x ``height``
+CSS pixels) at twice that many device pixels, for 2x screens, and are never
+drawn larger than that: the Image's CSS width is fixed and capped at 100%.
 
 Redrawing a whole figure costs matplotlib 100 ms and more, mostly laying out
 text. A widget whose picture is mostly static marks the artists that change as
@@ -12,26 +30,111 @@ each update only restores it and draws the changed artists.
 
 from __future__ import annotations
 
+import hashlib
 import io
+import itertools
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Sequence
 
 import ipywidgets as w
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from matplotlib.text import Text
 from PIL import Image as PILImage
 
-__all__ = ["FigureImage", "label_style"]
+__all__ = ["FigureImage", "FigureWidget", "StaticAxis", "label_style", "static_frames", "static_config",
+           "CSS_DPI", "SCALE", "MIN_FONT_PT", "CONTINUOUS_UPDATE", "log_slider"]
 
+#: CSS pixels per inch (the browser's reference pixel).
+CSS_DPI = 96
+#: Device pixels per CSS pixel that pictures are rendered for (2x screens).
+SCALE = 2
+#: Smallest font in any widget picture, in points: 10 pt at 96 CSS px/inch is
+#: 13.3 px, the size of the page's small print (``<small>`` of a 16 px body).
+MIN_FONT_PT = 10
+#: Every control redraws only when released (or on a click): a redraw costs
+#: tens of milliseconds, and a stream of them while dragging lags behind the
+#: hand. The static page swaps frames as the slider moves either way.
+CONTINUOUS_UPDATE = False
+
+ENV_DIR = "DISTLIB_STATIC_WIDGETS"
+ENV_URL = "DISTLIB_STATIC_URL"
+
+
+# ---- the switch -------------------------------------------------------------
+
+@dataclass
+class StaticConfig:
+    """Where static frames go: ``folder`` (None: embed PNG bytes in the page) and ``url`` prefix."""
+
+    folder: Path | None
+    url: str = ""
+
+
+_override: list = []  # set by static_frames(); wins over the environment
+
+
+def static_frames(folder: str | os.PathLike | None = "inline", url: str = ""):
+    """Switch static (kernel-free) frames on for widgets built from now on.
+
+    ``folder``: where frame PNGs are written (``"inline"`` embeds them in the
+    widget state instead); ``url``: the prefix pages reach that folder by.
+    ``static_frames(None)`` switches back to live widgets and
+    ``static_frames("env")`` to following the environment variables.
+    Requires ipywidgets 8 (``Stack``).
+    """
+    _override.clear()
+    if folder == "env":
+        return
+    if folder is None:
+        _override.append(None)
+    else:
+        _override.append(_make_config(str(folder), url))
+
+
+def _make_config(folder: str, url: str) -> StaticConfig:
+    if not hasattr(w, "Stack"):
+        raise RuntimeError(
+            f"static widget frames need ipywidgets >= 8 (Stack); this is ipywidgets {w.__version__}. "
+            f"Unset {ENV_DIR} to keep the widgets live.")
+    if folder == "inline":
+        return StaticConfig(None, "")
+    if url and not url.endswith("/"):
+        url += "/"
+    return StaticConfig(Path(folder), url)
+
+
+def static_config() -> StaticConfig | None:
+    """The static-frame configuration in force, or None for live widgets."""
+    if _override:
+        return _override[0]
+    folder = os.environ.get(ENV_DIR, "").strip()
+    if not folder or folder == "0":
+        return None
+    return _make_config(folder, os.environ.get(ENV_URL, ""))
+
+
+# ---- the picture ------------------------------------------------------------
 
 class FigureImage:
-    """A figure drawn off-screen and pushed into an Image widget on demand."""
+    """A figure drawn off-screen and pushed into an Image widget on demand.
 
-    def __init__(self, *, figsize=(5, 4), dpi=80, **subplot_kw):
-        self.figure = Figure(figsize=figsize, dpi=dpi)
+    ``width`` and ``height`` are the CSS pixels it is shown at; the PNG has
+    ``SCALE`` times as many pixels in each direction.
+    """
+
+    def __init__(self, *, width: int = 460, height: int = 340, **subplot_kw):
+        self.width, self.height = int(width), int(height)
+        self.figure = Figure(figsize=(self.width / CSS_DPI, self.height / CSS_DPI), dpi=CSS_DPI * SCALE)
         self.canvas = FigureCanvasAgg(self.figure)
         self.ax = self.figure.add_subplot(**subplot_kw)
-        self.image = w.Image(format="png")
+        self.image = w.Image(format="png", layout=image_layout(self.width))
         self._animated: list = []
         self._background = None
+        #: True while static frames are drawn: store palette PNGs (a third of the size) straight away
+        self.compact = False
 
     def set_animated(self, artists) -> None:
         """Redraw only ``artists`` on later renders; the rest is cached."""
@@ -47,10 +150,17 @@ class FigureImage:
         self._animated = []
         self._background = None
 
+    def enforce_min_font(self) -> None:
+        """Raise every text in the figure to at least ``MIN_FONT_PT``."""
+        for t in self.figure.findobj(Text):
+            if t.get_fontsize() < MIN_FONT_PT:
+                t.set_fontsize(MIN_FONT_PT)
+
     def render(self) -> bytes:
         """Draw the figure, store it as PNG in the Image widget, return the bytes."""
         if self._animated:
             if self._background is None:
+                self.enforce_min_font()
                 self.canvas.draw()
                 self._background = self.canvas.copy_from_bbox(self.figure.bbox)
             else:
@@ -58,18 +168,301 @@ class FigureImage:
             renderer = self.canvas.get_renderer()
             for a in self._animated:
                 if a.get_visible():
+                    if isinstance(a, Text) and a.get_fontsize() < MIN_FONT_PT:
+                        a.set_fontsize(MIN_FONT_PT)
                     a.draw(renderer)
         else:
+            self.enforce_min_font()
             self.canvas.draw()
         width, height = self.canvas.get_width_height(physical=True)
         img = PILImage.frombuffer("RGBA", (width, height), self.canvas.buffer_rgba(), "raw", "RGBA", 0, 1)
         buf = io.BytesIO()
-        img.save(buf, format="png", compress_level=1)
+        if self.compact:
+            img.convert("RGB").quantize(colors=256, method=PILImage.Quantize.FASTOCTREE).save(
+                buf, format="png", compress_level=6)
+        else:
+            img.save(buf, format="png", compress_level=1)
         png = buf.getvalue()
         self.image.value = png
         return png
 
 
+def image_layout(width: int) -> w.Layout:
+    """Shown at ``width`` CSS px, shrunk (never stretched) to fit a narrow screen."""
+    return w.Layout(width=f"{int(width)}px", max_width="100%", height="auto")
+
+
+def log_slider(*, value: float, base: float, min: float, max: float, step: float, **kwargs) -> w.FloatLogSlider:
+    """A ``FloatLogSlider`` whose grid of exponents passes through ``value``.
+
+    The browser snaps a log slider to ``min + k * step``; with the grid
+    shifted onto ``value`` a slider made for 5e-6 shows 5e-06, not 5.01e-06.
+    The range grows (never shrinks) by less than one step at each end.
+    """
+    import math
+
+    exp = math.log10(float(value)) if base == 10 else math.log2(float(value)) if base == 2 else math.log(value, base)
+    if abs(exp - round(exp)) < 1e-9:
+        exp = float(round(exp))
+    if not (min - 1e-9 <= exp <= max + 1e-9):
+        raise ValueError(f"value must be in [{base}**{min}, {base}**{max}], got {value!r}")
+    k = math.ceil((exp - min) / step - 1e-9)
+    lo = exp - k * step
+    n = math.ceil((max - lo) / step - 1e-9)
+    return w.FloatLogSlider(value=value, base=base, min=lo, max=lo + n * step, step=step, **kwargs)
+
+
 def label_style() -> dict:
     """Slider style that leaves room for descriptive labels."""
     return {"description_width": "initial"}
+
+
+def control_layout() -> w.Layout:
+    """Controls take the width they need up to the page's, never more (phones)."""
+    return w.Layout(width="440px", max_width="100%")
+
+
+# ---- the widget base --------------------------------------------------------
+
+@dataclass
+class StaticAxis:
+    """One control that stays live on the static page.
+
+    ``control``: attribute name of the live control; ``values``: the grid
+    (or a function of the values chosen on the axes before it, when the
+    control's range depends on them); ``labels``: how the readout shows a
+    value; ``local``: the control is drawn inside each branch of the axes
+    before it (its range differs there); ``player``: add a Play button that
+    animates this (integer, 0-based) control.
+    """
+
+    control: str
+    values: Sequence | Callable[[dict], Sequence]
+    labels: Callable[[object], str] = str
+    local: bool = False
+    player: int | None = None  # Play interval in ms, or None
+    description: str | Callable[[dict], str] | None = None
+
+    def grid(self, chosen: dict) -> list:
+        vals = self.values(chosen) if callable(self.values) else self.values
+        return list(vals)
+
+
+@dataclass
+class _Frame:
+    png: bytes
+    summary: str
+
+
+class FigureWidget(w.VBox):
+    """Base of every chapter widget: ``controls``, ``fig`` (picture), ``summary`` (HTML).
+
+    A subclass builds its controls and figure, sets ``self.controls``,
+    ``self.fig`` and ``self.summary``, implements ``update()`` (recompute and
+    redraw from the controls' values, one path for live and static use) and
+    calls ``self._finish(...)``. It may override ``static_axes()`` (the grid
+    of the static page) and ``_layout(...)`` (how the parts are arranged).
+    """
+
+    #: Controls that cannot be live on the static page: name -> reason.
+    static_reason = "fixed on this static page; open the chapter in Colab or Jupyter to change it"
+
+    controls: list
+    fig: FigureImage
+    summary: w.HTML
+
+    def _finish(self, extra: Sequence[w.Widget] = ()) -> None:
+        """Draw once, wire the observers, and lay out (live or static)."""
+        self._extra = list(extra)
+        self.update()
+        for c in self.controls:
+            c.observe(self._on_change, names="value")
+        self.static = static_config()
+        if self.static is None:
+            children = self._layout(w.VBox(list(self.controls)), self.fig.image, self.summary)
+        else:
+            children = self._build_static(self.static)
+        super().__init__(children)
+        self.add_class("distlib-widget")
+
+    def _on_change(self, change) -> None:
+        if not getattr(self, "_quiet", False):
+            self.update()
+
+    def update(self):  # pragma: no cover - every subclass defines it
+        raise NotImplementedError
+
+    def _layout(self, controls: w.Widget, picture: w.Widget, summary: w.Widget) -> list:
+        """The children of the widget: controls, picture, extras (legend), summary."""
+        return [controls, picture, *self._extra, summary]
+
+    def static_axes(self) -> list[StaticAxis]:
+        """The controls live on the static page and their grids (override)."""
+        return []
+
+    # ---- static frames --------------------------------------------------
+    def _control_values(self) -> dict:
+        return {name: getattr(self, name).value for name in self._control_names()}
+
+    def _control_names(self) -> list[str]:
+        names = []
+        for name, value in vars(self).items():
+            if isinstance(value, w.ValueWidget) and value in self.controls:
+                names.append(name)
+        return names
+
+    def _set(self, name: str, value) -> None:
+        ctrl = getattr(self, name)
+        if ctrl.value != value:
+            ctrl.value = value  # the observer redraws
+
+    def render_frame(self, values: dict) -> _Frame:
+        """Set the controls to ``values`` and return the frame the live path draws."""
+        self._quiet = True
+        try:
+            for name, value in values.items():
+                self._set(name, value)
+        finally:
+            self._quiet = False
+        self.update()
+        return _Frame(bytes(self.fig.image.value), self.summary.value)
+
+    def _build_static(self, cfg: StaticConfig) -> list:
+        axes = self.static_axes()
+        initial = self._control_values()
+        for ax in axes:
+            if not hasattr(self, ax.control):
+                raise AttributeError(f"{type(self).__name__} has no control {ax.control!r}")
+        live = {ax.control for ax in axes}
+        #: every jslink of the static view: (source, trait, target, trait)
+        self.static_links: list = []
+        self.frame_count = 0
+        shared_controls = {}
+        for ax in axes:
+            if not ax.local:
+                vals = ax.grid(initial)
+                shared_controls[ax.control] = self._selector(ax, vals, initial[ax.control])
+        # disabled controls, with the reason said once under them
+        fixed = []
+        shown = []
+        for c in self.controls:
+            name = next(n for n in self._control_names() if getattr(self, n) is c)
+            if name in live:
+                if name in shared_controls:
+                    shown.append(shared_controls[name][0])
+                continue
+            c.disabled = True
+            shown.append(c)
+            fixed.append(c.description or name)
+        note = []
+        if fixed:
+            note = [w.HTML(f"<small class='distlib-static-note'>{', '.join(_plain(f) for f in fixed)}: "
+                           f"{self.static_reason}.</small>")]
+        self.fig.compact = True
+        try:
+            tree = self._branch(axes, 0, dict(initial), shared_controls, cfg)
+        finally:
+            self.fig.compact = False
+        # leave the live controls where the initial frame is
+        self._restore(initial)
+        self.static_view = tree
+        return self._static_layout(w.VBox(shown + note), tree)
+
+    def _static_layout(self, controls: w.Widget, tree: w.Widget) -> list:
+        return [controls, tree]
+
+    def _restore(self, values: dict) -> None:
+        self.render_frame(values)
+
+    def _selector(self, ax: StaticAxis, vals: list, current, chosen: dict | None = None):
+        """A control for the grid ``vals``: (shown widget, linked widget, linked trait)."""
+        ctrl = getattr(self, ax.control)
+        if current not in vals:
+            vals = sorted(set(vals) | {current}, key=_sort_key)
+        index = vals.index(current)
+        desc = ax.description(chosen or {}) if callable(ax.description) else (ax.description or ctrl.description)
+        style = label_style()
+        if ax.player is not None:
+            slider = w.IntSlider(value=index, min=0, max=len(vals) - 1, description=desc, style=style,
+                                 layout=w.Layout(width="auto", max_width="100%", flex="1 1 200px"))
+            play = w.Play(value=index, min=0, max=len(vals) - 1, step=1, interval=ax.player,
+                          description=f"Play {desc}", layout=w.Layout(flex="0 0 auto", width="auto"))
+            w.jslink((play, "value"), (slider, "value"))
+            self.static_links.append((play, "value", slider, "value"))
+            box = w.HBox([play, slider], layout=w.Layout(flex_flow="row wrap", max_width="100%"))
+            return box, slider, "value"
+        if isinstance(ctrl, (w.Dropdown, w.ToggleButtons)):
+            names = dict(zip(ctrl._options_values, ctrl._options_labels))
+            opts = [(names.get(v, ax.labels(v)), v) for v in vals]
+            sel = type(ctrl)(options=opts, value=current, description=desc, style=style)
+            return sel, sel, "index"
+        sel = w.SelectionSlider(options=[(ax.labels(v), v) for v in vals], value=current, description=desc,
+                                continuous_update=True, style=style, layout=control_layout())
+        return sel, sel, "index"
+
+    def _branch(self, axes, level, chosen, shared, cfg):
+        if level == len(axes):
+            return self._leaf(chosen, cfg)
+        ax = axes[level]
+        vals = ax.grid(chosen)
+        current = chosen[ax.control]
+        if current not in vals:
+            vals = sorted(set(vals) | {current}, key=_sort_key) if not ax.local else vals
+        if ax.local:
+            if current not in vals:
+                current = vals[0]
+            shown, linked, trait = self._selector(ax, vals, current, chosen)
+        else:
+            shown, linked, trait = shared[ax.control]
+            vals = [v for _, v in linked.options] if trait == "index" else vals
+        children = [self._branch(axes, level + 1, {**chosen, ax.control: v}, shared, cfg) for v in vals]
+        stack = w.Stack(children, selected_index=vals.index(current))
+        w.jslink((linked, trait), (stack, "selected_index"))
+        self.static_links.append((linked, trait, stack, "selected_index"))
+        if ax.local:
+            return w.VBox([shown, stack])
+        return stack
+
+    def _leaf(self, chosen, cfg) -> w.Widget:
+        frame = self.render_frame(chosen)
+        self.frame_count += 1
+        # One Layout (and style) model shared by every frame, not one each: the
+        # page's widget state is a list of models, and most would be copies.
+        if not hasattr(self, "_shared"):
+            self._shared = {"image": image_layout(self.fig.width), "box": w.Layout(), "html": w.Layout(),
+                            "style": w.HTMLStyle() if hasattr(w, "HTMLStyle") else None, "images": {}}
+        shared = self._shared
+        key = hashlib.sha1(frame.png).hexdigest()[:16]
+        image = shared["images"].get(key)  # an identical picture is one Image model, shown wherever it recurs
+        if image is None:
+            if cfg.folder is None:
+                image = w.Image(value=frame.png, format="png", layout=shared["image"])
+            else:
+                name = key + ".png"
+                cfg.folder.mkdir(parents=True, exist_ok=True)
+                target = cfg.folder / name
+                if not target.exists():
+                    target.write_bytes(frame.png)
+                image = w.Image(value=(cfg.url + name).encode(), format="url", layout=shared["image"])
+            image.add_class("distlib-frame")
+            shared["images"][key] = image
+        kw = {"layout": shared["html"]}
+        if shared["style"] is not None:
+            kw["style"] = shared["style"]
+        return self._leaf_layout(image, w.HTML(frame.summary, **kw))
+
+    def _leaf_layout(self, image: w.Widget, summary: w.Widget) -> w.Widget:
+        return w.VBox([image, *self._extra, summary], layout=self._shared["box"])
+
+
+def _sort_key(v):
+    try:
+        return (0, float(v))
+    except (TypeError, ValueError):
+        return (1, str(v))
+
+
+def _plain(text: str) -> str:
+    import html
+
+    return html.escape(str(text))

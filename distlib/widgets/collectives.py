@@ -15,7 +15,7 @@ from ..collectives import ALGORITHMS, COLLECTIVES, Regime, collective_time, cros
 from ..fmt import fmt_bytes, fmt_rate, fmt_seconds
 from ..plots.collectives import (ALGORITHM_COLORS, ALGORITHM_LABELS as _LABELS, default_sizes,
                                  format_bytes_axis, format_seconds_axis)
-from ._base import FigureImage, label_style
+from ._base import CONTINUOUS_UPDATE, FigureImage, FigureWidget, StaticAxis, control_layout, label_style, log_slider
 
 __all__ = ["CollectivesWidget"]
 
@@ -23,7 +23,7 @@ _SIZES = default_sizes(1.0, 1e10, 81)
 _TIME_RANGE = (1e-7, 1e4)  # seconds: alpha >= 1e-7 s; tree all-reduce of 10 GB at 100 MB/s, p = 1024: 4e3 s
 
 
-class CollectivesWidget(w.VBox):
+class CollectivesWidget(FigureWidget):
     """Sliders for alpha, bandwidth, p and message size; times of every algorithm.
 
     Attributes
@@ -42,26 +42,28 @@ class CollectivesWidget(w.VBox):
     def __init__(self, *, collective="allreduce", alpha=5e-6, bandwidth=50e9, p=64, n_bytes=1e6,
                  regime_algorithm="ring"):
         style = label_style()
-        layout = w.Layout(width="430px")
+        layout = control_layout()
+        cu = CONTINUOUS_UPDATE
         self.collective = w.Dropdown(options=list(COLLECTIVES), value=collective, description="collective",
                                      style=style)
-        self.alpha = w.FloatLogSlider(value=alpha, base=10, min=-7, max=-3, step=0.05,
+        self.alpha = log_slider(value=alpha, base=10, min=-7, max=-3, step=0.05,
                                       description="alpha: latency per message (s)", readout_format=".2e",
-                                      style=style, layout=layout)
-        self.bandwidth = w.FloatLogSlider(value=bandwidth, base=10, min=8, max=12, step=0.05,
+                                      continuous_update=cu, style=style, layout=layout)
+        self.bandwidth = log_slider(value=bandwidth, base=10, min=8, max=12, step=0.05,
                                           description="bandwidth per link, one way (B/s)", readout_format=".3g",
-                                          style=style, layout=layout)
-        self.p = w.IntSlider(value=p, min=2, max=1024, step=1, description="ranks p", style=style, layout=layout)
-        self.n_bytes = w.FloatLogSlider(value=n_bytes, base=10, min=0, max=10, step=0.1,
+                                          continuous_update=cu, style=style, layout=layout)
+        self.p = w.IntSlider(value=p, min=2, max=1024, step=1, description="ranks p", continuous_update=cu, style=style, layout=layout)
+        self.n_bytes = log_slider(value=n_bytes, base=10, min=0, max=10, step=0.1,
                                         description="buffer per rank (bytes)", readout_format=".3g",
-                                        style=style, layout=layout)
+                                        continuous_update=cu, style=style, layout=layout)
         self.regime_algorithm = w.ToggleButtons(options=[(_LABELS[a], a) for a in ALGORITHMS],
                                                 value=regime_algorithm, description="regime of", style=style)
         self.controls = [self.collective, self.alpha, self.bandwidth, self.p, self.n_bytes, self.regime_algorithm]
-        self.fig = FigureImage(figsize=(7.4, 2.7), dpi=72)
+        # the two charts stacked, so that each keeps readable text on a narrow page
+        self.fig = FigureImage(width=460, height=600)
         self.fig.figure.clf()
-        self.ax_times = self.fig.figure.add_subplot(1, 2, 1)
-        self.ax_regime = self.fig.figure.add_subplot(1, 2, 2)
+        self.ax_times = self.fig.figure.add_subplot(2, 1, 1)
+        self.ax_regime = self.fig.figure.add_subplot(2, 1, 2)
         self.fig.ax = self.ax_times
         self._setup_axes()
         self.summary = w.HTML()
@@ -70,10 +72,13 @@ class CollectivesWidget(w.VBox):
         self.winner: str | None = None
         self.crossovers: dict = {}
         self.regime: Regime | None = None
-        self.update()
-        for c in self.controls:
-            c.observe(lambda change: self.update(), names="value")
-        super().__init__([w.VBox(self.controls), self.fig.image, self.summary])
+        self._finish()
+
+    def static_axes(self):
+        # every decade of message size (1 MB and 1 MiB, the prose's, are added as start values),
+        # and rank counts from a pair to a thousand
+        return [StaticAxis("p", [2, 8, 64, 256, 1024]),
+                StaticAxis("n_bytes", [10.0**k for k in range(11)], labels=fmt_bytes)]
 
     # ---- model -------------------------------------------------------------
     def compute(self):
@@ -102,29 +107,29 @@ class CollectivesWidget(w.VBox):
         ax.set_xlim(_SIZES[0], _SIZES[-1])
         format_bytes_axis(ax.xaxis)
         format_seconds_axis(ax.yaxis)
-        ax.set_xlabel("buffer per rank", fontsize=8)
-        ax.set_title("time of each algorithm", fontsize=9)
-        ax.tick_params(labelsize=7)
+        ax.set_xlabel("buffer per rank", fontsize=10)
+        ax.set_title("time of each algorithm", fontsize=11)
+        ax.tick_params(labelsize=10)
         ax.grid(True, which="major", alpha=0.3)
-        ax.legend(fontsize=7, loc="upper left")
+        ax.legend(fontsize=10, loc="upper left")
         (self._total,) = rx.loglog(_SIZES, zeros, color="k", lw=2, label="total")
         (self._lat,) = rx.loglog(_SIZES, zeros, color="#9467bd", lw=1.5, ls="--", label="latency term")
         (self._bw,) = rx.loglog(_SIZES, zeros, color="#8c564b", lw=1.5, ls="-.", label="bandwidth term")
         self._rmarker = rx.axvline(1.0, color="k", lw=1, ls="--")
         self._nhalf = rx.axvline(1.0, color="#9467bd", lw=1, ls=":")
-        self._rtitle = rx.text(0.5, 1.02, "", transform=rx.transAxes, ha="center", va="bottom", fontsize=9)
+        self._rtitle = rx.text(0.5, 1.02, "", transform=rx.transAxes, ha="center", va="bottom", fontsize=11)
         rx.set_xlim(_SIZES[0], _SIZES[-1])
         format_bytes_axis(rx.xaxis)
         format_seconds_axis(rx.yaxis)
-        rx.set_xlabel("buffer per rank", fontsize=8)
-        rx.tick_params(labelsize=7)
+        rx.set_xlabel("buffer per rank", fontsize=10)
+        rx.tick_params(labelsize=10)
         rx.grid(True, which="major", alpha=0.3)
-        rx.legend(fontsize=7, loc="upper left")
+        rx.legend(fontsize=10, loc="upper left")
         # Fixed y ranges (every slider setting fits) let the axes be drawn once;
         # each update redraws only the curves and markers (Agg blitting).
         for a in (ax, rx):
             a.set_ylim(*_TIME_RANGE)
-        self.fig.figure.subplots_adjust(left=0.09, right=0.98, bottom=0.17, top=0.9, wspace=0.28)
+        self.fig.figure.subplots_adjust(left=0.16, right=0.97, bottom=0.08, top=0.94, hspace=0.32)
         self.fig.set_animated(list(self._lines.values()) + [self._marker] + self._cross_lines
                               + [self._total, self._lat, self._bw, self._rmarker, self._nhalf, self._rtitle])
 

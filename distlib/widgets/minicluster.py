@@ -13,7 +13,9 @@ import numpy as np
 
 from ..collectives import bus_bandwidth, two_level_allreduce_time
 from ..fmt import fmt_bytes, fmt_rate, fmt_seconds
-from ._base import FigureImage, label_style
+from ..plots.collectives import format_bytes_axis
+from ._base import (CONTINUOUS_UPDATE, FigureImage, FigureWidget, StaticAxis, control_layout, label_style,
+                    log_slider)
 
 __all__ = ["TwoLevelWidget", "TwoLevelResult", "NODE_COUNTS"]
 
@@ -34,49 +36,59 @@ class TwoLevelResult:
         return self.seconds["ring"] / self.seconds["hierarchical"]
 
 
-class TwoLevelWidget(w.VBox):
-    """Nodes, ranks per node, both links' rates and latencies, buffer size; curves of bus bandwidth."""
+class TwoLevelWidget(FigureWidget):
+    """Nodes, ranks per node, both links' rates and latencies, buffer size; curves of bus bandwidth.
 
-    def __init__(self, *, nodes=2, ranks_per_node=2, link_gbit=1.0, intra_gb_per_s=3.0, alpha_inter_us=50.0,
-                 alpha_intra_us=5.0, n_bytes=16 * 2**20):  # fmt: skip
-        style, layout = label_style(), w.Layout(width="420px")
+    Every argument is SI: ``link_bandwidth`` is one node's link to the other
+    nodes and ``intra_bandwidth`` one rank's bandwidth inside its node, both
+    in bytes/s per direction; ``alpha_inter`` and ``alpha_intra`` are the
+    per-message latencies in seconds; ``n_bytes`` is each rank's buffer.
+    """
+
+    def __init__(self, *, nodes=2, ranks_per_node=2, link_bandwidth=1e9 / 8, intra_bandwidth=3e9,
+                 alpha_inter=50e-6, alpha_intra=5e-6, n_bytes=16 * 2**20):  # fmt: skip
+        style, layout, cu = label_style(), control_layout(), CONTINUOUS_UPDATE
         if nodes not in NODE_COUNTS:
             raise ValueError(f"nodes must be one of {NODE_COUNTS}, got {nodes!r}")
         self.nodes_dropdown = w.Dropdown(options=NODE_COUNTS, value=nodes, description="nodes", style=style)
         self.ranks_slider = w.IntSlider(value=ranks_per_node, min=1, max=16, description="ranks per node",
-                                        continuous_update=False, style=style, layout=layout)  # fmt: skip
-        self.link_slider = w.FloatLogSlider(value=link_gbit, base=10, min=-1, max=3, step=0.05,
-                                            description="link per node (Gbit/s, per direction)", readout_format=".3g",
-                                            continuous_update=False, style=style, layout=layout)  # fmt: skip
-        self.intra_slider = w.FloatLogSlider(value=intra_gb_per_s, base=10, min=-1, max=3, step=0.05,
-                                             description="inside a node (GB/s per rank)", readout_format=".3g",
-                                             continuous_update=False, style=style, layout=layout)  # fmt: skip
-        self.alpha_inter_slider = w.FloatLogSlider(value=alpha_inter_us, base=10, min=-1, max=3, step=0.05,
-                                                   description="latency between nodes (µs)", readout_format=".3g",
-                                                   continuous_update=False, style=style, layout=layout)  # fmt: skip
-        self.alpha_intra_slider = w.FloatLogSlider(value=alpha_intra_us, base=10, min=-1, max=3, step=0.05,
-                                                   description="latency inside (µs)", readout_format=".3g",
-                                                   continuous_update=False, style=style, layout=layout)  # fmt: skip
-        self.size_slider = w.FloatLogSlider(value=n_bytes, base=10, min=3, max=10, step=0.1,
-                                            description="buffer per rank (bytes)", readout_format=".3g",
-                                            continuous_update=False, style=style, layout=layout)  # fmt: skip
+                                        continuous_update=cu, style=style, layout=layout)  # fmt: skip
+        self.link_slider = log_slider(value=link_bandwidth, base=10, min=7, max=11, step=0.05,
+                                      description="link per node (B/s, per direction)", readout_format=".3g",
+                                      continuous_update=cu, style=style, layout=layout)  # fmt: skip
+        self.intra_slider = log_slider(value=intra_bandwidth, base=10, min=8, max=12, step=0.05,
+                                       description="inside a node (B/s per rank)", readout_format=".3g",
+                                       continuous_update=cu, style=style, layout=layout)  # fmt: skip
+        self.alpha_inter_slider = log_slider(value=alpha_inter, base=10, min=-7, max=-3, step=0.05,
+                                             description="latency between nodes (s)", readout_format=".2e",
+                                             continuous_update=cu, style=style, layout=layout)  # fmt: skip
+        self.alpha_intra_slider = log_slider(value=alpha_intra, base=10, min=-7, max=-3, step=0.05,
+                                             description="latency inside (s)", readout_format=".2e",
+                                             continuous_update=cu, style=style, layout=layout)  # fmt: skip
+        self.size_slider = log_slider(value=n_bytes, base=10, min=3, max=10, step=0.1,
+                                      description="buffer per rank (bytes)", readout_format=".3g",
+                                      continuous_update=cu, style=style, layout=layout)  # fmt: skip
         self.controls = [self.nodes_dropdown, self.ranks_slider, self.link_slider, self.intra_slider,
                          self.alpha_inter_slider, self.alpha_intra_slider, self.size_slider]  # fmt: skip
-        self.fig = FigureImage(figsize=(6.4, 3.0), dpi=80)
+        self.fig = FigureImage(width=460, height=300)
         self.summary = w.HTML()
         self.result: TwoLevelResult | None = None
-        self.update()
-        for control in self.controls:
-            control.observe(lambda change: self.update(), names="value")
-        super().__init__([*self.controls, self.fig.image, self.summary])
+        self._finish()
+
+    def static_axes(self):
+        # the chapter's race: the link rate it throttles to and the size it races, with
+        # the node count and ranks per node a reader most wants to change
+        gbit = [0.5, 1, 2, 5, 10, 100]
+        return [StaticAxis("nodes_dropdown", NODE_COUNTS[:5]),
+                StaticAxis("ranks_slider", [1, 2, 4, 8]),
+                StaticAxis("link_slider", [g * 1e9 / 8 for g in gbit], labels=lambda b: f"{b * 8 / 1e9:g} Gbit/s")]
 
     def _params(self) -> dict:
-        return dict(alpha_intra=self.alpha_intra_slider.value * 1e-6, bandwidth_intra=self.intra_slider.value * 1e9,
-                    alpha_inter=self.alpha_inter_slider.value * 1e-6,
-                    bandwidth_inter=self.link_slider.value * 1e9 / 8)  # fmt: skip
+        return dict(alpha_intra=self.alpha_intra_slider.value, bandwidth_intra=self.intra_slider.value,
+                    alpha_inter=self.alpha_inter_slider.value, bandwidth_inter=self.link_slider.value)  # fmt: skip
 
     def compute(self) -> TwoLevelResult:
-        """The model at the current controls (SI units inside)."""
+        """The model at the current controls."""
         N, L, n = int(self.nodes_dropdown.value), int(self.ranks_slider.value), float(self.size_slider.value)
         kw = self._params()
         seconds = {a: float(two_level_allreduce_time(n, N, L, algorithm=a, **kw)) for a in ("ring", "hierarchical")}
@@ -96,9 +108,11 @@ class TwoLevelWidget(w.VBox):
             ax.plot([r.n_bytes], [r.busbw[name] / 1e9], "o", color=color)
         ax.axhline(kw["bandwidth_inter"] / 1e9, color="black", linestyle=":", label="link per node")
         ax.set_xscale("log")
-        ax.set_xlabel("buffer per rank (bytes)")
-        ax.set_ylabel("bus bandwidth (GB/s)")
-        ax.legend(fontsize=8, loc="upper left")
+        format_bytes_axis(ax.xaxis)
+        ax.set_xlabel("buffer per rank", fontsize=10)
+        ax.set_ylabel("bus bandwidth (GB/s)", fontsize=10)
+        ax.tick_params(labelsize=10)
+        ax.legend(fontsize=10, loc="upper left")
         self.fig.figure.tight_layout(pad=0.5)
         self.fig.render()
         self.summary.value = (

@@ -14,7 +14,7 @@ import ipywidgets as w
 from ..fmt import fmt_bytes, fmt_rate, fmt_seconds
 from ..overlap import DDPStep, ddp_step, gradient_profile
 from ..plots.overlap import TimelinePicture
-from ._base import FigureImage, label_style
+from ._base import CONTINUOUS_UPDATE, FigureImage, FigureWidget, StaticAxis, control_layout, label_style, log_slider
 
 __all__ = ["OverlapWidget"]
 
@@ -23,60 +23,66 @@ __all__ = ["OverlapWidget"]
 FORWARD_FRACTION = 0.5
 
 
-class OverlapWidget(w.VBox):
+class OverlapWidget(FigureWidget):
     """Sliders for one data-parallel step; the step drawn as compute and all-reduce rows.
 
     ``result`` holds the current :class:`distlib.overlap.DDPStep`; setting
-    any control's ``.value`` recomputes it and redraws at once.
+    any control's ``.value`` recomputes it and redraws at once. Arguments are
+    in SI units: ``backward_time`` per layer in seconds, ``grad_bytes`` of
+    the whole model, ``bucket_bytes``, ``alpha`` in seconds, ``bandwidth`` in
+    bytes/s per direction (the sliders show ms, GB, MiB, µs and GB/s).
     """
 
-    def __init__(self, *, layers=16, backward_ms=5.0, grad_gb=1.0, profile="uniform", bucket_mb=25.0,
-                 alpha_us=5.0, bandwidth_gb_per_s=25.0, p=8, overlap=True):
+    def __init__(self, *, layers=16, backward_time=5e-3, grad_bytes=1e9, profile="uniform",
+                 bucket_bytes=25 * 2**20, alpha=5e-6, bandwidth=25e9, p=8, overlap=True):
         style = label_style()
-        layout = w.Layout(width="440px")
+        layout = control_layout()
+        backward_ms, grad_gb, bucket_mb = backward_time * 1e3, grad_bytes / 1e9, bucket_bytes / 2**20
+        alpha_us, bandwidth_gb_per_s = alpha * 1e6, bandwidth / 1e9
         self.layers_slider = w.IntSlider(value=layers, min=1, max=48, description="layers",
-                                         continuous_update=False, style=style, layout=layout)
-        self.backward_slider = w.FloatLogSlider(value=backward_ms, base=10, min=-1, max=2, step=0.05,
+                                         continuous_update=CONTINUOUS_UPDATE, style=style, layout=layout)
+        self.backward_slider = log_slider(value=backward_ms, base=10, min=-1, max=2, step=0.05,
                                                 description="backward per layer (ms)", readout_format=".3g",
-                                                continuous_update=False, style=style, layout=layout)
-        self.grad_slider = w.FloatLogSlider(value=grad_gb, base=10, min=-3, max=2, step=0.05,
+                                                continuous_update=CONTINUOUS_UPDATE, style=style, layout=layout)
+        self.grad_slider = log_slider(value=grad_gb, base=10, min=-3, max=2, step=0.05,
                                             description="gradient bytes, whole model (GB)", readout_format=".3g",
-                                            continuous_update=False, style=style, layout=layout)
+                                            continuous_update=CONTINUOUS_UPDATE, style=style, layout=layout)
         self.profile_dropdown = w.Dropdown(options=[("equal per layer", "uniform"),
                                                     ("embedding last (31%, as GPT-2 small)", "embedding")],
                                            value=profile, description="gradient sizes", style=style)
-        self.bucket_slider = w.FloatLogSlider(value=bucket_mb, base=2, min=-4, max=14, step=0.25,
+        self.bucket_slider = log_slider(value=bucket_mb, base=2, min=-4, max=14, step=0.25,
                                               description="bucket capacity (MiB)", readout_format=".3g",
-                                              continuous_update=False, style=style, layout=layout)
-        self.alpha_slider = w.FloatLogSlider(value=alpha_us, base=10, min=-1, max=3, step=0.05,
+                                              continuous_update=CONTINUOUS_UPDATE, style=style, layout=layout)
+        self.alpha_slider = log_slider(value=alpha_us, base=10, min=-1, max=3, step=0.05,
                                              description="latency alpha per step (µs)", readout_format=".3g",
-                                             continuous_update=False, style=style, layout=layout)
-        self.bandwidth_slider = w.FloatLogSlider(value=bandwidth_gb_per_s, base=10, min=-1, max=3, step=0.05,
+                                             continuous_update=CONTINUOUS_UPDATE, style=style, layout=layout)
+        self.bandwidth_slider = log_slider(value=bandwidth_gb_per_s, base=10, min=-1, max=3, step=0.05,
                                                  description="link GB/s (one direction)", readout_format=".3g",
-                                                 continuous_update=False, style=style, layout=layout)
-        self.p_slider = w.FloatLogSlider(value=p, base=2, min=1, max=10, step=1, description="ranks (p)",
-                                         readout_format=".0f", continuous_update=False, style=style,
+                                                 continuous_update=CONTINUOUS_UPDATE, style=style, layout=layout)
+        self.p_slider = log_slider(value=p, base=2, min=1, max=10, step=1, description="ranks (p)",
+                                         readout_format=".0f", continuous_update=CONTINUOUS_UPDATE, style=style,
                                          layout=layout)
         self.overlap_buttons = w.ToggleButtons(options=[("overlap", True), ("compute, then communicate", False)],
                                                value=bool(overlap))
         self.controls = [self.layers_slider, self.backward_slider, self.grad_slider, self.profile_dropdown,
                          self.bucket_slider, self.alpha_slider, self.bandwidth_slider, self.p_slider,
                          self.overlap_buttons]
-        self.fig = FigureImage(figsize=(6.0, 2.1), dpi=80)
-        self.fig.figure.subplots_adjust(left=0.15, right=0.98, bottom=0.25, top=0.95)
+        self.fig = FigureImage(width=500, height=220)
+        self.fig.figure.subplots_adjust(left=0.2, right=0.97, bottom=0.27, top=0.95)
         # the headline numbers go in the HTML summary, not in a title: text is
         # what matplotlib draws slowest
         self.picture = TimelinePicture(self.fig.ax, fast_ticks=True, title=False)
         self.fig.set_animated(self.picture.animated)  # the frame and row labels are drawn once
         self.summary = w.HTML()
         self.result: DDPStep | None = None
-        self.update()
-        for c in self.controls:
-            c.observe(self._on_change, names="value")
-        super().__init__([w.VBox(self.controls), self.fig.image, self.summary])
+        self._finish()
 
-    def _on_change(self, change):
-        self.update()
+    def static_axes(self):
+        # bucket capacities from 1 MiB to 4 GiB (PyTorch's default 25 MiB added as the start value),
+        # link speeds from 1 to 400 GB/s, and overlap on or off
+        return [StaticAxis("bucket_slider", [2.0**k for k in range(0, 13, 2)], labels=lambda v: f"{v:.3g}"),
+                StaticAxis("bandwidth_slider", [1.0, 10.0, 25.0, 100.0, 400.0], labels=lambda v: f"{v:.3g}"),
+                StaticAxis("overlap_buttons", [True, False])]
 
     def compute(self) -> DDPStep:
         """The model for the current control values (SI units inside)."""

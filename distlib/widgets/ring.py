@@ -11,16 +11,18 @@ from ..cluster import StepTime, cluster_step
 from ..fmt import fmt_bytes, fmt_rate, fmt_seconds, fmt_flops
 from ..plots.ring import PHASE_COLORS, RingPicture, StepBars
 from ..ring import RingTrace, simulate_ring_allreduce
-from ._base import FigureImage, label_style
+from ._base import CONTINUOUS_UPDATE, FigureImage, FigureWidget, StaticAxis, control_layout, label_style, log_slider
 
 __all__ = ["RingWidget", "ClusterWidget"]
 
 P_MIN, P_MAX = 2, 12
+#: Ring sizes offered on the static page (every frame is drawn at build time).
+P_STATIC = list(range(2, 9))
 ELEMENTS_PER_CHUNK = 4
 ITEMSIZE = 4  # float32
 
 
-class RingWidget(w.VBox):
+class RingWidget(FigureWidget):
     """Sliders for the number of GPUs and the step, a Play button, the ring.
 
     ``trace`` holds the simulated all-reduce for the current ``p``; ``step``
@@ -30,25 +32,27 @@ class RingWidget(w.VBox):
     def __init__(self, p: int = 4, *, step: int = 0, interval_ms: int = 900):
         if not P_MIN <= int(p) <= P_MAX:
             raise ValueError(f"p must be an integer in [{P_MIN}, {P_MAX}], got {p}")
+        self.interval_ms = int(interval_ms)
         self.p_slider = w.IntSlider(value=int(p), min=P_MIN, max=P_MAX, description="GPUs (p)",
-                                    continuous_update=False, style=label_style())
+                                    continuous_update=CONTINUOUS_UPDATE, style=label_style(),
+                                    layout=control_layout())
         n_steps = 2 * (int(p) - 1)
-        self.step_slider = w.IntSlider(value=0, min=0, max=n_steps, description="step",
-                                       style=label_style())
-        self.play = w.Play(value=0, min=0, max=n_steps, step=1, interval=interval_ms,
+        if not 0 <= int(step) <= n_steps:
+            raise ValueError(f"step must be an integer in [0, {n_steps}] for p = {p}, got {step}")
+        # The step slider follows the hand: its frames are cached, and Play drives it.
+        self.step_slider = w.IntSlider(value=int(step), min=0, max=n_steps, description="step",
+                                       style=label_style(), layout=w.Layout(flex="1 1 200px", max_width="100%"))
+        self.play = w.Play(value=int(step), min=0, max=n_steps, step=1, interval=self.interval_ms,
                            description="Play the ring")
         w.jslink((self.play, "value"), (self.step_slider, "value"))
-        self.fig = FigureImage(figsize=(4.6, 4.6), dpi=80)
-        self.caption = w.HTML()
+        self.fig = FigureImage(width=420, height=440)
+        self.fig.figure.subplots_adjust(left=0.01, right=0.99, bottom=0.01, top=0.93)
+        self.summary = self.caption = w.HTML()
         self.trace: RingTrace | None = None
         self.picture: RingPicture | None = None
         # Frames are deterministic, and Play loops over them: keep each PNG.
         self._frames: dict[tuple[int, int], bytes] = {}
-        self._rebuild()
-        self.step_slider.value = int(step)
-        self._show()
-        self.p_slider.observe(self._on_p, names="value")
-        self.step_slider.observe(self._on_step, names="value")
+        self.controls = [self.p_slider, self.step_slider]
         legend = w.HTML(
             "<small>cells: one per chunk; "
             "<span style='background:#fff;border:1px solid #888'>&nbsp;own data&nbsp;</span> "
@@ -57,8 +61,17 @@ class RingWidget(w.VBox):
             f"arrows: chunks in flight, <span style='color:{PHASE_COLORS['reduce-scatter']}'>reduce-scatter</span> "
             f"then <span style='color:{PHASE_COLORS['all-gather']}'>all-gather</span></small>"
         )
-        super().__init__([w.HBox([self.play, self.step_slider]), self.p_slider, self.fig.image, legend,
-                          self.caption])
+        self._finish([legend])
+
+    def _layout(self, controls, picture, summary):
+        row = w.HBox([self.play, self.step_slider], layout=w.Layout(flex_flow="row wrap", max_width="100%"))
+        return [row, self.p_slider, picture, *self._extra, summary]
+
+    def static_axes(self):
+        # every ring size the prose uses (4, and 8 in chapter 6) and every step of each
+        return [StaticAxis("p_slider", P_STATIC),
+                StaticAxis("step_slider", lambda chosen: range(2 * (chosen["p_slider"] - 1) + 1),
+                           local=True, player=self.interval_ms, description="step")]
 
     @property
     def p(self) -> int:
@@ -84,11 +97,15 @@ class RingWidget(w.VBox):
         self.step_slider.max = n_steps
         self.play.max = n_steps
 
-    def _on_p(self, change):
-        self._rebuild()
-        self._show()
+    def _set(self, name, value):
+        super()._set(name, value)
+        if name == "p_slider" and (self.trace is None or self.trace.p != self.p):
+            self._rebuild()  # so that the step slider's range fits the new ring
 
-    def _on_step(self, change):
+    def update(self):
+        """Redraw for the current ``p`` and step (rebuilding the ring when ``p`` changed)."""
+        if self.trace is None or self.trace.p != self.p:
+            self._rebuild()
         self._show()
 
     def _show(self):
@@ -111,46 +128,54 @@ class RingWidget(w.VBox):
         )
 
 
-class ClusterWidget(w.VBox):
+class ClusterWidget(FigureWidget):
     """The cluster calculator: one data-parallel step, compute vs all-reduce.
 
-    ``result`` holds the current :class:`distlib.cluster.StepTime`.
+    ``result`` holds the current :class:`distlib.cluster.StepTime`. Arguments
+    are in SI units: ``link_bandwidth`` in bytes/s (one direction),
+    ``flops_per_gpu`` the peak dense FLOP/s of one GPU.
     """
 
-    def __init__(self, *, p=8, params=7e9, bytes_per_value=2, link_gb_per_s=50.0,
-                 tflops=989.0, mfu=0.4, tokens_per_gpu=4096):
+    def __init__(self, *, p=8, params=7e9, bytes_per_value=2, link_bandwidth=50e9,
+                 flops_per_gpu=989e12, mfu=0.4, tokens_per_gpu=4096):
         style = label_style()
-        layout = w.Layout(width="420px")
-        self.p_slider = w.FloatLogSlider(value=p, base=2, min=1, max=14, step=1, description="GPUs (p)",
+        layout = control_layout()
+        cu = CONTINUOUS_UPDATE
+        self.p_slider = log_slider(value=p, base=2, min=1, max=14, step=1, description="GPUs (p)",
                                          readout_format=".0f", style=style, layout=layout)
-        self.params_slider = w.FloatLogSlider(value=params, base=10, min=8, max=12, step=0.05,
+        self.params_slider = log_slider(value=params, base=10, min=8, max=12, step=0.05,
                                               description="parameters", readout_format=".3g",
                                               style=style, layout=layout)
         self.dtype_buttons = w.ToggleButtons(options=[("bf16 gradients", 2), ("fp32 gradients", 4)],
                                              value=bytes_per_value)
-        self.link_slider = w.FloatLogSlider(value=link_gb_per_s, base=10, min=0, max=3, step=0.05,
+        self.link_slider = log_slider(value=link_bandwidth / 1e9, base=10, min=0, max=3, step=0.05,
                                             description="link GB/s (one direction)", readout_format=".3g",
                                             style=style, layout=layout)
-        self.tflops_slider = w.FloatLogSlider(value=tflops, base=10, min=1, max=4, step=0.05,
+        self.tflops_slider = log_slider(value=flops_per_gpu / 1e12, base=10, min=1, max=4, step=0.05,
                                               description="peak dense TFLOP/s per GPU", readout_format=".4g",
                                               style=style, layout=layout)
         self.mfu_slider = w.FloatSlider(value=mfu, min=0.05, max=1.0, step=0.01, description="MFU",
                                         readout_format=".2f", style=style, layout=layout)
-        self.tokens_slider = w.FloatLogSlider(value=tokens_per_gpu, base=2, min=9, max=20, step=1,
+        self.tokens_slider = log_slider(value=tokens_per_gpu, base=2, min=9, max=20, step=1,
                                               description="tokens per GPU per step", readout_format=".0f",
                                               style=style, layout=layout)
         self.controls = [self.p_slider, self.params_slider, self.dtype_buttons, self.link_slider,
                          self.tflops_slider, self.mfu_slider, self.tokens_slider]
-        self.fig = FigureImage(figsize=(5.6, 2.5), dpi=80)
+        for c in self.controls:
+            if hasattr(c, "continuous_update"):
+                c.continuous_update = cu
+        self.fig = FigureImage(width=460, height=230)
         self.bars = StepBars(self.fig.ax)
-        self.fig.figure.subplots_adjust(left=0.24, right=0.95, top=0.72, bottom=0.22)
+        self.fig.figure.subplots_adjust(left=0.25, right=0.95, top=0.70, bottom=0.24)
         self.fig.set_animated(self.bars.dynamic_artists)
         self.summary = w.HTML()
         self.result: StepTime | None = None
-        self.update()
-        for c in self.controls:
-            c.observe(lambda change: self.update(), names="value")
-        super().__init__([w.VBox(self.controls), self.fig.image, self.summary])
+        self._finish()
+
+    def static_axes(self):
+        # cluster sizes 1 to 16,384 and model sizes around the prose's 7B
+        return [StaticAxis("p_slider", [2.0**i for i in range(15)], labels=lambda v: f"{v:,.0f}"),
+                StaticAxis("params_slider", [1e9, 7e9, 70e9, 1e12], labels=lambda v: f"{v:.3g}")]
 
     def compute(self) -> StepTime:
         return cluster_step(

@@ -14,14 +14,14 @@ from ..hardware import accelerator as _accelerator
 from ..hardware import accelerator_names, accelerators
 from ..plots.roofline import RooflinePicture
 from ..roofline import OPERATION_KINDS, Operation, Placement, operation
-from ._base import FigureImage, label_style
+from ._base import CONTINUOUS_UPDATE, FigureImage, FigureWidget, StaticAxis, control_layout, label_style, log_slider
 
 __all__ = ["RooflineWidget"]
 
 SIZE_LOG2_RANGE = (4, 15)  # n from 16 to 32768
 
 
-class RooflineWidget(w.VBox):
+class RooflineWidget(FigureWidget):
     """Accelerator and operation menus and a size slider over every chip's roofline.
 
     Attributes
@@ -34,7 +34,7 @@ class RooflineWidget(w.VBox):
 
     def __init__(self, *, accelerator="H100", kind="matmul (n x n x n)", n=1024):
         style = label_style()
-        layout = w.Layout(width="420px")
+        layout = control_layout()
         self.accelerator_dropdown = w.Dropdown(options=accelerator_names(), value=_accelerator(accelerator).name,
                                                description="accelerator", style=style, layout=layout)
         self.operation_dropdown = w.Dropdown(options=list(OPERATION_KINDS), value=kind, description="operation",
@@ -42,30 +42,31 @@ class RooflineWidget(w.VBox):
         lo, hi = SIZE_LOG2_RANGE
         if not (2**lo <= n <= 2**hi):
             raise ValueError(f"n must be in [{2**lo}, {2**hi}], got {n!r}")
-        self.size_slider = w.FloatLogSlider(value=n, base=2, min=lo, max=hi, step=1, description="size n",
-                                            readout_format=".0f", style=style, layout=layout)
+        self.size_slider = log_slider(value=n, base=2, min=lo, max=hi, step=1, description="size n",
+                                            readout_format=".0f", continuous_update=CONTINUOUS_UPDATE,
+                                            style=style, layout=layout)
         self.controls = [self.accelerator_dropdown, self.operation_dropdown, self.size_slider]
 
-        self.fig = FigureImage(figsize=(5.6, 3.6), dpi=80)
+        self.fig = FigureImage(width=500, height=380)
         self.picture = RooflinePicture(self.fig.ax, accelerators())
         self.fig.ax.set_title("grey: every chip in the table; blue: the chosen one", fontsize=9)
+        self.fig.enforce_min_font()
         self.fig.figure.tight_layout(pad=0.6)
         self.fig.set_animated(self.picture.dynamic_artists)
 
         self.summary = w.HTML()
         self.operation: Operation | None = None
         self.placement: Placement | None = None
-        self.update()
-        for c in self.controls:
-            c.observe(self._on_change, names="value")
-        super().__init__([w.VBox(self.controls), self.fig.image, self.summary])
+        self._finish()
+
+    def static_axes(self):
+        lo, hi = SIZE_LOG2_RANGE
+        return [StaticAxis("operation_dropdown", list(OPERATION_KINDS)),
+                StaticAxis("size_slider", [float(2**k) for k in range(lo, hi + 1)], labels=lambda v: f"{v:.0f}")]
 
     @property
     def n(self) -> int:
         return int(round(self.size_slider.value))
-
-    def _on_change(self, change):
-        self.update()
 
     def update(self) -> Placement:
         """Rebuild the operation, place it, redraw; return the placement."""

@@ -13,7 +13,7 @@ import ipywidgets as w
 from ..topology import Bisection, Metrics, RingLoads, Topology, ring_link_loads, ring_order, topology
 from ..plots.topology import clear_drawing, draw_topology
 from ..fmt import fmt_rate
-from ._base import FigureImage, label_style
+from ._base import CONTINUOUS_UPDATE, FigureImage, FigureWidget, StaticAxis, label_style
 
 __all__ = ["TopologyWidget", "KIND_SPECS"]
 
@@ -34,7 +34,7 @@ KIND_SPECS = {
 _CACHE: dict = {}  # (kind, size, ring order) -> computed results; all deterministic
 
 
-class TopologyWidget(w.VBox):
+class TopologyWidget(FigureWidget):
     """Kind dropdown, size slider, ring-order toggle; the numbers and the drawing.
 
     Attributes
@@ -60,24 +60,45 @@ class TopologyWidget(w.VBox):
         if not (lo <= value <= hi and (value - lo) % step == 0):
             raise ValueError(f"size must be in [{lo}, {hi}] in steps of {step} for {kind!r}, got {size}")
         self.size = w.IntSlider(value=value, min=lo, max=hi, step=step, description=slabel, style=style,
-                                continuous_update=False)
+                                continuous_update=CONTINUOUS_UPDATE)
         self.ring = w.ToggleButtons(options=["topology-aware", "host order"], value=ring,
                                     description="ring order", style=style)
-        self.fig = FigureImage(figsize=(4.4, 3.4), dpi=72)
-        self.table = w.HTML()
+        self.fig = FigureImage(width=400, height=320)
+        self.summary = self.table = w.HTML()
         self.topo: Topology | None = None
         self.metrics: Metrics | None = None
         self.bisection: Bisection | None = None
         self.loads: RingLoads | None = None
         self._busy = False
-        self.update()
+        self.controls = [self.kind, self.size, self.ring]
         self.kind.observe(self._on_kind, names="value")
-        self.size.observe(lambda change: self.update(), names="value")
-        self.ring.observe(lambda change: self.update(), names="value")
-        super().__init__([self.kind, self.size, self.ring, w.HBox([self.fig.image, self.table])])
+        self._finish()
+
+    def _layout(self, controls, picture, summary):
+        return [controls, _side_by_side(picture, summary)]
+
+    def _leaf_layout(self, image, summary):
+        return _side_by_side(image, summary)
+
+    def _static_layout(self, controls, tree):
+        return [controls, tree]
+
+    def static_axes(self):
+        # every kind at every size the slider offers (the prose's torus 4 x 4 and 2-node DGX included)
+        def sizes(chosen):
+            _, _, lo, hi, step, _, _ = KIND_SPECS[chosen["kind"]]
+            return range(lo, hi + 1, step)
+
+        return [StaticAxis("kind", list(KIND_SPECS)),
+                StaticAxis("size", sizes, local=True, description=lambda chosen: KIND_SPECS[chosen["kind"]][1]),
+                StaticAxis("ring", ["topology-aware", "host order"])]
 
     def _on_kind(self, change):
+        # runs before the base's observer (registered first), which then redraws once
         _, slabel, lo, hi, step, default, _ = KIND_SPECS[change["new"]]
+        self._fit_size(slabel, lo, hi, step, default)
+
+    def _fit_size(self, slabel, lo, hi, step, default):
         self._busy = True
         try:
             # widen first so that no intermediate (min, max, value) is invalid
@@ -89,7 +110,6 @@ class TopologyWidget(w.VBox):
             self.size.description = slabel
         finally:
             self._busy = False
-        self.update()
 
     def compute(self):
         """Build the current topology and measure it (no drawing); results are cached."""
@@ -137,4 +157,10 @@ class TopologyWidget(w.VBox):
         ]
         body = "".join(f"<tr><td style='padding-right:8px'>{html.escape(k)}</td>"
                        f"<td><b>{html.escape(str(v))}</b></td></tr>" for k, v in rows)
-        return f"<table style='font-size:90%'>{body}</table>"
+        return f"<table class='distlib-table' style='font-size:90%'>{body}</table>"
+
+
+def _side_by_side(picture, table):
+    """Drawing and numbers side by side where there is room, stacked on a phone."""
+    return w.HBox([picture, table], layout=w.Layout(flex_flow="row wrap", align_items="flex-start",
+                                                   max_width="100%"))

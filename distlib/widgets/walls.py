@@ -15,7 +15,7 @@ from ..hardware import accelerator as _accelerator
 from ..hardware import accelerator_names
 from ..plots.walls import MemoryBars, TimeBars
 from ..walls import RECIPES, Walls, three_walls, zero_state_bytes_per_gpu
-from ._base import FigureImage, label_style
+from ._base import CONTINUOUS_UPDATE, FigureImage, FigureWidget, StaticAxis, control_layout, label_style, log_slider
 
 __all__ = ["WallsWidget", "CHIP_COUNTS"]
 
@@ -24,7 +24,7 @@ CHIP_COUNTS = [2**i for i in range(15)]
 TIME_RANGE = (1.0, 1e14)  # seconds: 1 s to about 3 million years
 
 
-class WallsWidget(w.VBox):
+class WallsWidget(FigureWidget):
     """Sliders for a training run; bars for the memory and compute walls; text for communication.
 
     Attributes
@@ -38,20 +38,21 @@ class WallsWidget(w.VBox):
     def __init__(self, *, params=7e9, tokens=1e12, recipe="mixed_precision_adam", accelerator="H100",
                  mfu=0.4, chips=8, stage=0):
         style = label_style()
-        layout = w.Layout(width="400px")
-        self.params_slider = w.FloatLogSlider(value=params, base=10, min=8, max=12.3, step=0.05,
+        layout = control_layout()
+        cu = CONTINUOUS_UPDATE
+        self.params_slider = log_slider(value=params, base=10, min=8, max=12.3, step=0.05,
                                               description="parameters", readout_format=".3g",
-                                              continuous_update=False, style=style, layout=layout)
-        self.tokens_slider = w.FloatLogSlider(value=tokens, base=10, min=9, max=13.3, step=0.05,
+                                              continuous_update=cu, style=style, layout=layout)
+        self.tokens_slider = log_slider(value=tokens, base=10, min=9, max=13.3, step=0.05,
                                               description="training tokens", readout_format=".3g",
-                                              continuous_update=False, style=style, layout=layout)
+                                              continuous_update=cu, style=style, layout=layout)
         self.recipe_dropdown = w.Dropdown(options=[(f"{k}: {r.bytes_per_param:g} B/param", k)
                                                    for k, r in RECIPES.items()],
                                           value=recipe, description="recipe", style=style, layout=layout)
         self.accelerator_dropdown = w.Dropdown(options=accelerator_names(), value=_accelerator(accelerator).name,
                                                description="accelerator", style=style, layout=layout)
         self.mfu_slider = w.FloatSlider(value=mfu, min=0.05, max=1.0, step=0.05, description="MFU",
-                                        readout_format=".2f", continuous_update=False, style=style,
+                                        readout_format=".2f", continuous_update=cu, style=style,
                                         layout=layout)
         if chips not in CHIP_COUNTS:
             raise ValueError(f"chips must be one of {CHIP_COUNTS}, got {chips!r}")
@@ -62,28 +63,30 @@ class WallsWidget(w.VBox):
         self.controls = [self.params_slider, self.tokens_slider, self.recipe_dropdown, self.accelerator_dropdown,
                          self.mfu_slider, self.chips_dropdown, self.stage_buttons]
 
-        self.fig = FigureImage(figsize=(7.4, 3.0), dpi=80)
+        # the two walls stacked, so that each keeps readable text on a narrow page
+        self.fig = FigureImage(width=440, height=600)
         figure = self.fig.figure
         figure.delaxes(self.fig.ax)
-        self.mem_ax, self.time_ax = figure.subplots(1, 2, gridspec_kw={"width_ratios": [1.25, 1]})
+        self.mem_ax, self.time_ax = figure.subplots(2, 1, gridspec_kw={"height_ratios": [1.25, 1]})
         self.fig.ax = self.mem_ax
         self.memory = MemoryBars(self.mem_ax, [f"ZeRO-{s}" for s in range(4)], relative=True, ymax=2.0,
                                  totals="highlight")
-        self.mem_ax.set_title("memory wall: model state per GPU", fontsize=9)
+        self.mem_ax.set_title("memory wall: model state per GPU", fontsize=11)
         self.times = TimeBars(self.time_ax, ylim=TIME_RANGE)
-        self.time_ax.set_title("compute wall: training time", fontsize=9)
-        figure.tight_layout(pad=0.6)
+        self.time_ax.set_title("compute wall: training time", fontsize=11)
+        self.fig.enforce_min_font()  # lay out with the text at the size it is drawn
+        figure.tight_layout(pad=0.6, h_pad=1.2)
         self.fig.set_animated(self.memory.dynamic_artists + self.times.dynamic_artists)
 
         self.summary = w.HTML()
         self.result: Walls | None = None
-        self.update()
-        for c in self.controls:
-            c.observe(self._on_change, names="value")
-        super().__init__([w.VBox(self.controls), self.fig.image, self.summary])
+        self._finish()
 
-    def _on_change(self, change):
-        self.update()
+    def static_axes(self):
+        # model sizes the prose walks through (7B, 70B, 175B, 1T), every ZeRO stage, cluster sizes
+        return [StaticAxis("params_slider", [1e9, 7e9, 70e9, 175e9, 1e12], labels=lambda v: f"{v:.3g}"),
+                StaticAxis("chips_dropdown", [1, 8, 64, 512, 4096, 16384]),
+                StaticAxis("stage_buttons", [0, 1, 2, 3])]
 
     def compute(self) -> Walls:
         """The model result for the current control values."""

@@ -1,0 +1,36 @@
+// Search result snippets show the chapter's prose: not the Colab set-up cell,
+// not code, and not raw LaTeX (the page text a snippet is cut from is the
+// HTML before MathJax typesets it). Loaded on every page by offline_book.py.
+(function () {
+  var GREEK = { alpha: "α", beta: "β", gamma: "γ", mu: "μ", times: "×", cdot: "·", le: "≤", ge: "≥",
+                leq: "≤", geq: "≥", approx: "≈", ne: "≠", to: "→", infty: "∞", log: "log", ln: "ln" };
+  function plainMath(tex) {
+    return tex
+      .replace(/^\\[\(\[]|\\[\)\]]$/g, "")
+      .replace(/\\(?:mathrm|text|mathbf|operatorname)\{([^{}]*)\}/g, "$1")
+      .replace(/\\frac\{([^{}]*)\}\{([^{}]*)\}/g, "($1)/($2)")
+      .replace(/\\([a-zA-Z]+)/g, function (_, name) { return GREEK[name] !== undefined ? GREEK[name] : ""; })
+      .replace(/\\[,;:! ]/g, " ")
+      .replace(/[{}]/g, "")
+      .replace(/\s+/g, " ")
+      .trim();
+  }
+  function install() {
+    // searchtools.js declares "const Search": a global binding, not a window property
+    var S = typeof Search !== "undefined" ? Search : window.Search;
+    if (!S || !S.htmlToText || S.htmlToText.distbook) return;
+    var original = S.htmlToText;
+    var patched = function (htmlString, anchor) {
+      var doc = new DOMParser().parseFromString(htmlString, "text/html");
+      doc.querySelectorAll(".tag_colab-setup, .cell_input, .cell_output, script, style, .headerlink, " +
+                           "nav, .bd-toc, .bd-sidebar-secondary, .onlyprint, .bd-header-article")
+        .forEach(function (el) { el.remove(); });
+      doc.querySelectorAll(".math").forEach(function (el) { el.textContent = plainMath(el.textContent); });
+      return original(doc.documentElement.outerHTML, anchor);
+    };
+    patched.distbook = true;
+    S.htmlToText = patched;
+  }
+  install();
+  document.addEventListener("DOMContentLoaded", install);
+})();

@@ -1,0 +1,176 @@
+"""Kernel-free widgets: the frames the static book shows, built here in Python.
+
+With static frames switched on, every widget must put a Stack of frames
+behind each control it keeps live (jslinked, so the browser swaps frames with
+no kernel), include the values its constructor was given (the prose's) among
+the grid points, draw each frame through the live ``update()``, and show every
+other control disabled with its reason. The browser side is tests/test_browser.py.
+"""
+
+from __future__ import annotations
+
+import ipywidgets as w
+import pytest
+
+from distlib.fmt import fmt_bytes
+from distlib.widgets import _base
+from distlib.widgets.collectives import CollectivesWidget
+from distlib.widgets.minicluster import TwoLevelWidget
+from distlib.widgets.overlap import OverlapWidget
+from distlib.widgets.ring import ClusterWidget, RingWidget
+from distlib.widgets.roofline import RooflineWidget
+from distlib.widgets.topology import TopologyWidget
+from distlib.widgets.walls import WallsWidget
+
+PNG = b"\x89PNG"
+
+
+def _walk(widget):
+    yield widget
+    for child in getattr(widget, "children", ()):
+        yield from _walk(child)
+
+
+@pytest.fixture
+def static(tmp_path):
+    _base.static_frames(tmp_path / "frames", url="widget-frames")
+    yield tmp_path / "frames"
+    _base.static_frames("env")
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    """Each widget built once in static mode (drawing every frame costs seconds): name -> (widget, folder)."""
+    cache = {}
+
+    def get(name):
+        if name not in cache:
+            folder = tmp_path_factory.mktemp(name) / "frames"
+            _base.static_frames(folder, url="widget-frames")
+            try:
+                cache[name] = FACTORIES[name](), folder
+            finally:
+                _base.static_frames("env")
+        return cache[name]
+
+    return get
+
+
+FACTORIES = {
+    "ring": lambda: RingWidget(p=4),
+    "cluster": lambda: ClusterWidget(p=8, params=7e9, link_bandwidth=50e9, flops_per_gpu=989e12),
+    "walls": lambda: WallsWidget(params=7e9, chips=8, stage=0),
+    "roofline": lambda: RooflineWidget(n=1024),
+    "topology": lambda: TopologyWidget(kind="torus2", size=4),
+    "collectives": lambda: CollectivesWidget(alpha=5e-6, bandwidth=50e9, p=64, n_bytes=2**20),
+    "overlap": lambda: OverlapWidget(layers=48, bucket_bytes=25 * 2**20, bandwidth=25e9, p=64),
+    "two_level": lambda: TwoLevelWidget(nodes=2, ranks_per_node=2, link_bandwidth=1e9 / 8),
+}
+
+
+@pytest.mark.parametrize("name", FACTORIES)
+def test_every_live_static_control_drives_a_stack_of_distinct_frames(built, name):
+    wdg, static = built(name)
+    stacks = [c for c in _walk(wdg) if isinstance(c, w.Stack)]
+    assert stacks, "no Stack of frames"
+    links = wdg.static_links
+    for stack in stacks:
+        assert any(b is stack and bt == "selected_index" for _, _, b, bt in links), "a Stack no control drives"
+        assert stack.selected_index is not None and 0 <= stack.selected_index < len(stack.children)
+    frames = [c for c in _walk(wdg) if isinstance(c, w.Image) and c.format == "url"]
+    assert len(frames) == wdg.frame_count >= 20
+    files = {p.name for p in static.iterdir()}
+    assert {bytes(f.value).decode().split("/")[-1] for f in frames} <= files
+    assert all((static / f).read_bytes()[:4] == PNG for f in files)
+    # distinct pictures: a slider that changed nothing would make the grid pointless
+    assert len(files) >= 0.5 * len(frames)
+    # every control the reader sees is either linked to frames or disabled with a reason
+    linked = {id(a) for a, _, _, _ in links}
+    shown = [c for c in _walk(wdg) if isinstance(c, (w.IntSlider, w.FloatSlider, w.FloatLogSlider, w.SelectionSlider,
+                                                    w.Dropdown, w.ToggleButtons))]
+    notes = " ".join(c.value for c in _walk(wdg) if isinstance(c, w.HTML))
+    for c in shown:
+        assert id(c) in linked or (c.disabled and "static page" in notes), c.description
+
+
+def test_the_prose_values_are_grid_points_and_selected_first(built):
+    cw, _ = built("collectives")
+    sel = {c.description: c for c in _walk(cw) if isinstance(c, w.SelectionSlider)}
+    assert sel["buffer per rank (bytes)"].value == 2**20
+    assert sel["ranks p"].value == 64
+    assert sel["buffer per rank (bytes)"].label == fmt_bytes(2**20)
+    ov, _ = built("overlap")
+    sel = {c.description: c for c in _walk(ov) if isinstance(c, w.SelectionSlider)}
+    assert sel["bucket capacity (MiB)"].value == 25
+
+
+def test_the_initial_frame_is_the_live_picture(built):
+    wdg, _ = built("walls")
+    _base.static_frames(None)
+    try:
+        again = WallsWidget(params=7e9, chips=8, stage=0)
+    finally:
+        _base.static_frames("env")
+    live = bytes(again.fig.image.value)
+    # the same update() path draws both; the static one stores a palette PNG of the same picture
+    assert again.result == wdg.result
+    assert len(live) > 1000 and bytes(again.fig.image.value)[:4] == PNG
+
+
+def test_ring_steps_have_their_own_slider_and_play_per_ring_size(built):
+    wdg, _ = built("ring")
+    plays = [c for c in _walk(wdg) if isinstance(c, w.Play)]
+    assert len(plays) == len(_base_p_static())
+    for play in plays:
+        assert play.max == 2 * (play.max // 2) and play.min == 0
+    assert sum(2 * (p - 1) + 1 for p in _base_p_static()) == wdg.frame_count
+
+
+def _base_p_static():
+    from distlib.widgets.ring import P_STATIC
+
+    return P_STATIC
+
+
+def test_inline_frames_embed_png(tmp_path):
+    _base.static_frames("inline")
+    try:
+        wdg = RooflineWidget()
+    finally:
+        _base.static_frames("env")
+    imgs = [c for c in _walk(wdg) if isinstance(c, w.Image)]
+    assert imgs and all(i.format == "png" and bytes(i.value)[:4] == PNG for i in imgs)
+
+
+def test_the_environment_switch(monkeypatch, tmp_path):
+    monkeypatch.setenv("DISTLIB_STATIC_WIDGETS", str(tmp_path))
+    monkeypatch.setenv("DISTLIB_STATIC_URL", "frames")
+    cfg = _base.static_config()
+    assert cfg.folder == tmp_path and cfg.url == "frames/"
+    monkeypatch.setenv("DISTLIB_STATIC_WIDGETS", "0")
+    assert _base.static_config() is None
+    monkeypatch.delenv("DISTLIB_STATIC_WIDGETS")
+    assert _base.static_config() is None
+    live = RingWidget(p=3)
+    assert not any(isinstance(c, w.Stack) for c in _walk(live))
+
+
+def test_live_pictures_are_2x_for_their_css_size_and_never_stretched():
+    wdg = ClusterWidget()
+    from PIL import Image
+    import io
+
+    img = Image.open(io.BytesIO(bytes(wdg.fig.image.value)))
+    assert wdg.fig.image.layout.width == f"{wdg.fig.width}px"
+    assert wdg.fig.image.layout.max_width == "100%"
+    assert img.size == (2 * wdg.fig.width, 2 * wdg.fig.height)
+
+
+def test_log_sliders_start_on_the_value_given():
+    cw = CollectivesWidget(alpha=5e-6, bandwidth=7e9)
+    for slider, value in ((cw.alpha, 5e-6), (cw.bandwidth, 7e9)):
+        k = (slider.min - __import__("math").log10(value)) / slider.step
+        assert abs(k - round(k)) < 1e-6
+        assert slider.min <= __import__("math").log10(value) <= slider.max
+    with pytest.raises(ValueError, match="value"):
+        _base.log_slider(value=1e-9, base=10, min=-7, max=-3, step=0.05)
