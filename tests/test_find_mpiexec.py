@@ -71,3 +71,17 @@ def test_without_any_mpich_it_names_what_it_found_and_what_to_install(tmp_path, 
         find_mpiexec()
     assert str(fake) in str(err.value) and "not MPICH's" in str(err.value)
     assert "pip install mpi4py mpich" in str(err.value)
+
+
+@needs_wheel
+def test_points_mpi4py_at_the_same_wheels_libmpi(monkeypatch):
+    """Where pip's prefix is not one mpi4py searches (Colab's /usr/local), ranks must still
+    load the mpich wheel's libmpi, not another MPI's."""
+    monkeypatch.delenv("MPI4PY_LIBMPI", raising=False)
+    find_mpiexec()
+    libmpi = Path(os.environ["MPI4PY_LIBMPI"])
+    assert libmpi.name.startswith("libmpi.so") and libmpi.is_file()
+    assert any(Path(f.locate()).resolve() == libmpi for f in md.distribution("mpich").files)
+    monkeypatch.setenv("MPI4PY_LIBMPI", "/elsewhere/libmpi.so.12")  # a user's own choice is kept
+    find_mpiexec()
+    assert os.environ["MPI4PY_LIBMPI"] == "/elsewhere/libmpi.so.12"

@@ -197,6 +197,12 @@ def find_mpiexec() -> str:
     Open MPI's ``/usr/bin/mpiexec`` next to its system Python, and Open MPI
     rejects MPICH's flags.
 
+    With the wheel's launcher it also sets ``MPI4PY_LIBMPI`` (unless already
+    set) to the same wheel's ``libmpi``, for this process and the ranks it
+    starts: mpi4py looks for libmpi only under the venv's, the user's and the
+    system's prefix, so where pip installs elsewhere (Colab: ``/usr/local``)
+    it would load another MPI, or none.
+
     Raises
     ------
     FileNotFoundError
@@ -208,11 +214,14 @@ def find_mpiexec() -> str:
         files = metadata.distribution("mpich").files or []
     except metadata.PackageNotFoundError:
         files = []
-    for entry in files:
-        if entry.name == "mpiexec":
-            path = Path(entry.locate()).resolve()
-            if path.is_file() and os.access(path, os.X_OK):
-                return str(path)
+    located = {entry.name: Path(entry.locate()).resolve() for entry in files
+               if entry.name in ("mpiexec", "libmpi.so.12", "libmpi.so")}
+    wheel = located.get("mpiexec")
+    if wheel is not None and wheel.is_file() and os.access(wheel, os.X_OK):
+        libmpi = located.get("libmpi.so.12") or located.get("libmpi.so")
+        if libmpi is not None and libmpi.is_file():
+            os.environ.setdefault("MPI4PY_LIBMPI", str(libmpi))
+        return str(wheel)
     others = []
     for folder in os.environ.get("PATH", "").split(os.pathsep):
         path = Path(folder or ".") / "mpiexec"
