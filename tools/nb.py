@@ -43,7 +43,9 @@ def repository_url() -> str:
 
 
 def needs_mpi(nb) -> bool:
-    return any(cell.cell_type == "code" and NEEDS_MPI.search(cell.source) for cell in nb.cells[1:])
+    """Whether any code cell but the set-up cell uses MPI."""
+    code = [cell.source for cell in nb.cells if cell.cell_type == "code"][1:]
+    return any(NEEDS_MPI.search(source) for source in code)
 
 
 def setup_source(stem: str, *, mpi: bool = False) -> str:
