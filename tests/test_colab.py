@@ -87,27 +87,31 @@ def torch_missing(error: dict) -> bool:
     return bool(re.search(r"No module named '?torch'?|pip install torch|torch is not installed", text))
 
 
-@pytest.fixture(scope="module")
-def colab(book_build, tmp_path_factory):
-    code, log, html = book_build
-    assert code == 0, log[-4000:]
+def fresh_runtime(tmp: Path, reader: Path) -> dict:
+    """Reset the stand-in to a fresh Colab runtime and register its kernel ("colab312").
+
+    Empties pip's prefix (no library installed), snapshots the working tree
+    into ``tmp/repo`` for the set-up cells to install from, and points
+    JUPYTER_PATH at a kernel spec whose PATH puts the fake Open MPI first.
+    Raises RuntimeError when the stand-in is missing or not Python 3.12.
+    """
     python = VENV / "bin" / "python"
     if not python.exists():
-        pytest.fail("no Colab stand-in: run scripts/setup_colab_env.sh (scripts/test.sh does)")
+        raise RuntimeError("no Colab stand-in: run scripts/setup_colab_env.sh (scripts/test.sh does)")
     out = subprocess.run([str(python), "-c", "import sys; print(sys.version_info[:2])"], capture_output=True,
                          text=True, check=True).stdout
-    assert out.strip() == "(3, 12)", out
-    # a fresh runtime: nothing in pip's prefix yet (setup_colab_env.sh leaves it empty)
+    if out.strip() != "(3, 12)":
+        raise RuntimeError(f".venv-colab runs Python {out.strip()}, not 3.12: run scripts/setup_colab_env.sh")
     local = VENV / "local"
     shutil.rmtree(local, ignore_errors=True)
     (local / "lib" / "python3.12" / "site-packages").mkdir(parents=True)
     (local / "bin").mkdir()
     (VENV / "openmpi-driven").unlink(missing_ok=True)
     probe = subprocess.run([str(python), "-P", "-c", "import distlib"], capture_output=True, cwd="/")
-    assert probe.returncode != 0, "the Colab stand-in must not have the library preinstalled"
+    if probe.returncode == 0:
+        raise RuntimeError("the Colab stand-in must not have the library preinstalled")
     has_torch = subprocess.run([str(python), "-c", "import torch"], capture_output=True).returncode == 0
 
-    tmp = tmp_path_factory.mktemp("colab")
     ref = snapshot_repo(tmp / "repo")
     kernels = tmp / "jupyter" / "kernels" / "colab312"
     kernels.mkdir(parents=True)
@@ -128,14 +132,41 @@ def colab(book_build, tmp_path_factory):
         "argv": [str(python), "-m", "ipykernel_launcher", "-f", "{connection_file}"],
         "display_name": "Colab stand-in (Python 3.12)", "language": "python", "env": env,
     }))
-    old = os.environ.get("JUPYTER_PATH")
     os.environ["JUPYTER_PATH"] = str(tmp / "jupyter")
-    yield {"reader": html.parent / "reader", "url": f"file://{tmp / 'repo'}", "ref": ref, "python": python,
-           "local": local, "torch": has_torch}
-    if old is None:
-        os.environ.pop("JUPYTER_PATH", None)
-    else:
-        os.environ["JUPYTER_PATH"] = old
+    return {"reader": reader, "url": f"file://{tmp / 'repo'}", "ref": ref, "python": python, "local": local,
+            "torch": has_torch}
+
+
+@pytest.fixture(scope="module")
+def colab(book_build, tmp_path_factory):
+    code, log, html = book_build
+    assert code == 0, log[-4000:]
+    old = os.environ.get("JUPYTER_PATH")
+    try:
+        yield fresh_runtime(tmp_path_factory.mktemp("colab"), html.parent / "reader")
+    except RuntimeError as exc:
+        pytest.fail(str(exc))
+    finally:
+        if old is None:
+            os.environ.pop("JUPYTER_PATH", None)
+        else:
+            os.environ["JUPYTER_PATH"] = old
+
+
+def stand_in_environ():
+    """os.environ without what scripts/test.sh sets for the book's own venv (restored on exit)."""
+    import contextlib
+
+    @contextlib.contextmanager
+    def cm():
+        # MPLBACKEND from scripts/test.sh would override Colab's inline backend
+        saved = {k: os.environ.pop(k) for k in ("MPLBACKEND", "PYTHONPATH", "VIRTUAL_ENV") if k in os.environ}
+        try:
+            yield
+        finally:
+            os.environ.update(saved)
+
+    return cm()
 
 
 def run_in_colab(colab, chapter: str, extra_cells=(), before=None):
@@ -146,15 +177,11 @@ def run_in_colab(colab, chapter: str, extra_cells=(), before=None):
         k = next(k for k, c in enumerate(nb.cells) if c.cell_type == "code" and marker in c.source)
         nb.cells.insert(k, nbformat.v4.new_code_cell(source))
     nb.cells.extend(nbformat.v4.new_code_cell(src) for src in extra_cells)
-    # MPLBACKEND from scripts/test.sh would override Colab's inline backend
-    saved = {k: os.environ.pop(k) for k in ("MPLBACKEND", "PYTHONPATH", "VIRTUAL_ENV") if k in os.environ}
-    try:
+    with stand_in_environ():
         start = time.perf_counter()
         NotebookClient(nb, kernel_name="colab312", timeout=CELL_TIMEOUT, allow_errors=True,
                        resources={"metadata": {"path": str(colab["reader"])}}).execute()
         seconds = time.perf_counter() - start
-    finally:
-        os.environ.update(saved)
     return nb, seconds
 
 
