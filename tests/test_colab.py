@@ -84,7 +84,7 @@ def assigned_names(source: str) -> set:
 
 def torch_missing(error: dict) -> bool:
     text = f"{error['ename']}: {error['evalue']}"
-    return bool(re.search(r"No module named '?torch'?|pip install torch|torch is not installed", text))
+    return bool(re.search(r"No module named '?torch(?![\w.])|pip install torch(?![\w.])|torch is not installed", text))
 
 
 def fresh_runtime(tmp: Path, reader: Path) -> dict:
