@@ -1,6 +1,7 @@
 """Keep the chapter notebooks in their committed shape.
 
-    python tools/nb.py sync-setup [NB ...]   rewrite each notebook's Colab set-up cell
+    python tools/nb.py sync-setup [NB ...]   rewrite each notebook's set-up cell (pip-installs
+                                             the library from _config.yml's repository.url)
     python tools/nb.py refresh NB [NB ...]   execute on a fresh kernel, keep only
                                              the outputs of nbval-checked cells
     python tools/nb.py check [NB ...]        exit 1 if a notebook is not in
