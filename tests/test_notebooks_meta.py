@@ -60,11 +60,14 @@ def test_chapters_1_to_5_install_without_torch_or_mpi():
 
 
 def test_setup_cell_says_what_to_do_when_the_fetch_fails(tmp_path):
-    """Run the real set-up cell where the library is not installed and REPO_URL cannot be fetched."""
-    subprocess.run([sys.executable, "-m", "venv", str(tmp_path / "v")], check=True, capture_output=True)
+    """Run the real set-up cell where the library looks uninstalled and REPO_URL cannot be fetched.
+
+    ``python -S`` hides site-packages from the cell (so the library looks
+    absent); the pip it starts sees them as usual, and fails on the URL.
+    """
     source = nbtool.setup_source("01_ring")
     missing = f"file://{tmp_path / 'no-such-clone'}"
-    r = subprocess.run([str(tmp_path / "v" / "bin" / "python"), "-c", source], capture_output=True, text=True,
+    r = subprocess.run([sys.executable, "-S", "-c", source], capture_output=True, text=True,
                        env={"PATH": "/usr/bin:/bin", "DISTBOOK_REPO_URL": missing, "HOME": str(tmp_path)},
                        timeout=300, cwd=tmp_path)
     assert r.returncode != 0
