@@ -2,8 +2,9 @@
 # Set up and run every test: the library's unit, property and doc tests; the
 # widgets headless; nbval over every chapter; the book build with warnings as
 # errors; the built pages in headless Chromium with the network off; real MPI
-# and torch.distributed processes; then the chapters again under the stack
-# Google Colab pins.
+# and torch.distributed processes; the reader notebooks run in a stand-in for
+# a fresh Colab runtime (.venv-colab: Python 3.12, Colab's pins, the library
+# pip-installed by each notebook's set-up cell; tests/test_colab.py).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -12,5 +13,3 @@ bash scripts/install_chromium.sh
 export MPLBACKEND=Agg PYTHONHASHSEED=0
 .venv/bin/python -m pytest tests distlib notebooks --doctest-modules \
   --nbval-lax --nbval-cell-timeout=180 -p no:cacheprovider "$@"
-echo "== the chapters under Colab's pinned stack (ipywidgets 7.7.1, ipykernel 6.17.1, IPython 7.34.0) =="
-.venv-colab/bin/python -m pytest notebooks --nbval-lax --nbval-cell-timeout=180 -p no:cacheprovider

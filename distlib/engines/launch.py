@@ -218,20 +218,55 @@ class Outcome:
 
 
 def find_mpiexec() -> str:
-    """Path of ``mpiexec``: next to this Python first (a venv's MPICH), then on PATH.
+    """Path of MPICH's ``mpiexec``, the launcher the library's flags are written for.
+
+    First the one the ``mpich`` wheel installed (found through that wheel's own
+    file list, wherever pip put its scripts); then an ``mpiexec`` on ``PATH``
+    that reports itself as MPICH's Hydra. Never a launcher merely because it
+    sits next to this Python or first on ``PATH``: Google Colab, for one, has
+    Open MPI's ``/usr/bin/mpiexec`` next to its system Python, and Open MPI
+    rejects MPICH's flags.
+
+    With the wheel's launcher it also sets ``MPI4PY_LIBMPI`` (unless already
+    set) to the same wheel's ``libmpi``, for this process and the ranks it
+    starts: mpi4py looks for libmpi only under the venv's, the user's and the
+    system's prefix, so where pip installs elsewhere (Colab: ``/usr/local``)
+    it would load another MPI, or none.
 
     Raises
     ------
     FileNotFoundError
-        Saying what to install.
+        Naming what was found instead and what to install.
     """
-    here = Path(sys.executable).parent / "mpiexec"
-    if here.exists():
-        return str(here)
-    found = shutil.which("mpiexec")
-    if found:
-        return found
-    raise FileNotFoundError("mpiexec not found next to Python or on PATH; pip install mpi4py mpich")
+    from importlib import metadata
+
+    try:
+        files = metadata.distribution("mpich").files or []
+    except metadata.PackageNotFoundError:
+        files = []
+    located = {entry.name: Path(entry.locate()).resolve() for entry in files
+               if entry.name in ("mpiexec", "libmpi.so.12", "libmpi.so")}
+    wheel = located.get("mpiexec")
+    if wheel is not None and wheel.is_file() and os.access(wheel, os.X_OK):
+        libmpi = located.get("libmpi.so.12") or located.get("libmpi.so")
+        if libmpi is not None and libmpi.is_file():
+            os.environ.setdefault("MPI4PY_LIBMPI", str(libmpi))
+        return str(wheel)
+    others = []
+    for folder in os.environ.get("PATH", "").split(os.pathsep):
+        path = Path(folder or ".") / "mpiexec"
+        if not (path.is_file() and os.access(path, os.X_OK)) or str(path) in others:
+            continue
+        try:
+            version = subprocess.run([str(path), "--version"], capture_output=True, text=True,
+                                     timeout=10).stdout
+        except (OSError, subprocess.SubprocessError):
+            version = ""
+        if "HYDRA" in version or "MPICH" in version:
+            return str(path)
+        others.append(str(path))
+    found = f" (found only {', '.join(others)}, which is not MPICH's)" if others else ""
+    raise FileNotFoundError(f"MPICH's mpiexec not found{found}; pip install mpi4py mpich")
 
 
 def _tagged(run_id: str) -> dict:

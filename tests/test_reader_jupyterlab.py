@@ -1,0 +1,108 @@
+"""A reader notebook opened in real JupyterLab, in headless Chromium, reads like the book.
+
+The glued numbers show, no raw MyST shows, the Takeaway box renders as a block
+quote, and each solution starts folded under its heading (JupyterLab's
+collapsible headings, from the notebook's ``jp-MarkdownHeadingCollapsed``).
+A screenshot of each view is left in the test's temporary folder (path printed).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import secrets
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+pytestmark = [pytest.mark.browser, pytest.mark.book]
+
+pytest.importorskip("jupyterlab", reason="JupyterLab is not installed (it is in requirements.txt)")
+playwright = pytest.importorskip("playwright.sync_api")
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+
+
+@pytest.fixture(scope="module")
+def lab(book_build, tmp_path_factory):
+    code, log, html = book_build
+    assert code == 0, log[-4000:]
+    root = tmp_path_factory.mktemp("lab")
+    work = root / "work"
+    work.mkdir()
+    shutil.copy2(html.parent / "reader" / "01_ring.ipynb", work / "01_ring.ipynb")
+    settings = root / "settings" / "@jupyterlab" / "notebook-extension"
+    settings.mkdir(parents=True)
+    # render every cell (no windowing), so the whole notebook is in the page to check
+    (settings / "tracker.jupyterlab-settings").write_text(json.dumps({"windowingMode": "none"}))
+    news = root / "settings" / "@jupyterlab" / "apputils-extension"
+    news.mkdir(parents=True)  # no "would you like news?" pop-up, no request for it
+    (news / "notification.jupyterlab-settings").write_text(json.dumps({"fetchNews": "false",
+                                                                       "checkForUpdates": False}))
+    token = secrets.token_hex(16)
+    env = {**os.environ, "JUPYTER_CONFIG_DIR": str(root / "config"), "JUPYTER_DATA_DIR": str(root / "data"),
+           "JUPYTER_RUNTIME_DIR": str(root / "runtime"), "JUPYTERLAB_SETTINGS_DIR": str(root / "settings"),
+           "JUPYTERLAB_WORKSPACES_DIR": str(root / "workspaces")}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "jupyterlab", "--no-browser", "--allow-root", "--ip=127.0.0.1", "--port=0",
+         f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={work}",
+         "--LabApp.news_url=None", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, cwd=work)
+    url, lines, deadline = None, [], time.monotonic() + 120
+    while url is None and time.monotonic() < deadline:
+        line = proc.stdout.readline()
+        if not line:
+            break
+        lines.append(line)
+        m = re.search(r"(http://127\.0\.0\.1:\d+)/lab", line)
+        url = m.group(1) if m else None
+    if url is None:
+        proc.kill()
+        pytest.fail("JupyterLab did not start:\n" + "".join(lines[-40:]))
+    yield url, token, root
+    proc.terminate()
+    try:
+        proc.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+
+
+def test_reader_notebook_in_jupyterlab(lab):
+    url, token, root = lab
+    with playwright.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM,
+                                    args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"])
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        page.goto(f"{url}/lab/tree/01_ring.ipynb?token={token}&reset")
+        page.wait_for_selector(".jp-MarkdownCell .jp-RenderedMarkdown h2", timeout=90_000)
+        page.wait_for_timeout(2000)  # let MathJax typeset
+        shot = root / "jupyterlab_01_ring.png"
+        page.screenshot(path=str(shot))
+        notebook = page.locator(".jp-Notebook").first
+        text = notebook.inner_text()
+        # glued numbers in the prose, no raw MyST anywhere
+        assert re.search(r"The ratio .* is 1\.00 for two GPUs", text.replace("\n", " "))
+        for raw in ("{glue", ":::", "{exercise}", "{solution", ":class:", "{note}"):
+            assert raw not in text, raw
+        # admonitions are block quotes with a bold title
+        assert page.locator(".jp-RenderedMarkdown blockquote strong", has_text="Takeaway").count() >= 1
+        # exercises are headings; each solution heading is there, its body folded away
+        assert page.locator(".jp-RenderedMarkdown h3", has_text="Exercise 1").count() == 1
+        solution = page.locator(".jp-MarkdownCell", has_text="Solution to Exercise 1").first
+        solution.scroll_into_view_if_needed()
+        assert solution.is_visible()
+        answer = page.locator(".jp-RenderedMarkdown p", has_text="The buffer is").first  # solution 1's text
+        assert not answer.is_visible()
+        hidden = page.locator(".jp-showHiddenCellsButton")
+        assert hidden.count() >= 3, "each solution shows a 'cells hidden' button"
+        page.screenshot(path=str(root / "jupyterlab_01_ring_solutions.png"))
+        hidden.first.click()  # unfold the first solution: its text appears
+        page.wait_for_timeout(1500)
+        page.screenshot(path=str(root / "jupyterlab_01_ring_unfolded.png"))
+        assert answer.is_visible()
+        browser.close()
+    print(f"\nscreenshots: {shot} and {root / 'jupyterlab_01_ring_solutions.png'}")
