@@ -10,6 +10,7 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
+from urllib.parse import urlparse
 
 import pytest
 
@@ -68,3 +69,63 @@ def book_server(book_build):
     thread.start()
     yield f"http://127.0.0.1:{server.server_address[1]}", html
     server.shutdown()
+
+
+# ---- headless Chromium, network off ------------------------------------------
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+CHROMIUM_FLAGS = [
+    "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+    "--disable-component-update", "--no-first-run", "--disable-sync", "--disable-quic",
+    # the network is off: every host name but the local server fails to resolve
+    "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",
+]
+
+
+@pytest.fixture(scope="session")
+def browser():
+    """Debian's Chromium, headless, for every browser test of the session."""
+    if CHROMIUM is None:
+        pytest.fail("Chromium is not installed (scripts/install_chromium.sh installs Debian's package)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        b = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS, headless=True)
+        yield b
+        b.close()
+
+
+class PageVisit:
+    """Open ``url`` in a fresh context, recording errors and every request that would leave the machine.
+
+    Only 127.0.0.1, ``file:``, ``data:`` and ``blob:`` URLs load; any other
+    request is aborted and listed in ``outside``. ``errors`` collects page
+    errors and console errors. ``context``: options for the browser context
+    (e.g. a phone's viewport); ``wait_for``: a selector to wait for after
+    loading; ``settle_ms``: a pause after that.
+    """
+
+    def __init__(self, browser, url, *, context=None, wait_for=None, settle_ms=1500):
+        self.errors, self.outside = [], []
+        self.context = browser.new_context(**(context or {}))
+        self.page = self.context.new_page()
+        self.page.on("console", lambda m: m.type == "error" and self.errors.append(m.text))
+        self.page.on("pageerror", lambda e: self.errors.append(str(e)))
+
+        def route(r):
+            url = r.request.url
+            if url.startswith(("data:", "blob:", "file:")) or urlparse(url).hostname == "127.0.0.1":
+                r.continue_()
+            else:
+                self.outside.append(url)
+                r.abort()
+
+        self.page.route("**/*", route)
+        self.page.goto(url, wait_until="load")
+        if wait_for:
+            self.page.wait_for_selector(wait_for, timeout=20000)
+        if settle_ms:
+            self.page.wait_for_timeout(settle_ms)
+
+    def close(self):
+        self.context.close()

@@ -8,61 +8,14 @@ their to_jshtml animations must advance when played.
 from __future__ import annotations
 
 import json
-import shutil
-from urllib.parse import urlparse
 
 import pytest
 
-from conftest import toc_chapters
+from conftest import PageVisit, toc_chapters
 
 pytestmark = pytest.mark.browser
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-FLAGS = [
-    "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-    "--disable-component-update", "--no-first-run", "--disable-sync", "--disable-quic",
-    # the network is off: every host name but the local server fails to resolve
-    "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",
-]
 CHAPTERS = [f"{c}.html" for c in toc_chapters()]
-
-
-@pytest.fixture(scope="module")
-def browser():
-    if CHROMIUM is None:
-        pytest.fail("Chromium is not installed (scripts/install_chromium.sh installs Debian's package)")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as pw:
-        b = pw.chromium.launch(executable_path=CHROMIUM, args=FLAGS, headless=True)
-        yield b
-        b.close()
-
-
-class PageVisit:
-    """Open a page, recording console errors and every request's host."""
-
-    def __init__(self, browser, url):
-        self.errors, self.outside = [], []
-        self.context = browser.new_context()
-        self.page = self.context.new_page()
-        self.page.on("console", lambda m: m.type == "error" and self.errors.append(m.text))
-        self.page.on("pageerror", lambda e: self.errors.append(str(e)))
-
-        def route(r):
-            host = urlparse(r.request.url).hostname
-            if r.request.url.startswith(("data:", "blob:")) or host == "127.0.0.1":
-                r.continue_()
-            else:
-                self.outside.append(r.request.url)
-                r.abort()
-
-        self.page.route("**/*", route)
-        self.page.goto(url, wait_until="load")
-        self.page.wait_for_timeout(1500)
-
-    def close(self):
-        self.context.close()
 
 
 def _all_pages(html):
@@ -163,26 +116,8 @@ FRAMES_JS = r"""
 
 
 def _static_visit(browser, base, chapter, **context):
-    visit = PageVisit.__new__(PageVisit)
-    visit.errors, visit.outside = [], []
-    visit.context = browser.new_context(**context)
-    visit.page = visit.context.new_page()
-    visit.page.on("pageerror", lambda e: visit.errors.append(str(e)))
-    visit.page.on("console", lambda m: m.type == "error" and visit.errors.append(m.text))
-
-    def route(r):
-        host = urlparse(r.request.url).hostname
-        if r.request.url.startswith(("data:", "blob:")) or host == "127.0.0.1":
-            r.continue_()
-        else:
-            visit.outside.append(r.request.url)
-            r.abort()
-
-    visit.page.route("**/*", route)
-    visit.page.goto(f"{base}/{chapter}", wait_until="load")
-    visit.page.wait_for_selector(".distlib-widget img.distlib-frame", timeout=20000)
-    visit.page.wait_for_timeout(500)
-    return visit
+    return PageVisit(browser, f"{base}/{chapter}", context=context,
+                     wait_for=".distlib-widget img.distlib-frame", settle_ms=500)
 
 
 def _frames(page, i):

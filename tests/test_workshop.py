@@ -16,7 +16,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import signal
 import socket
 import subprocess
@@ -24,20 +23,13 @@ import sys
 import time
 import urllib.request
 from pathlib import Path
-from urllib.parse import urlparse
 
 import psutil
 import pytest
 
-from conftest import ROOT, toc_chapters
+from conftest import ROOT, PageVisit, toc_chapters
 
 pytestmark = pytest.mark.slow
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-FLAGS = [
-    "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-    "--disable-component-update", "--no-first-run", "--disable-sync", "--disable-quic",
-    "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",
-]
 STEMS = [Path(c).name for c in toc_chapters()]
 
 
@@ -157,40 +149,9 @@ def test_workshop_keeps_edits_and_stops_cleanly_on_ctrl_c(built, tmp_path):
 # --- in the browser -----------------------------------------------------------
 
 
-class Visit:
-    def __init__(self, browser, url, *, width=1280, height=900):
-        self.errors, self.outside = [], []
-        self.context = browser.new_context(viewport={"width": width, "height": height})
-        self.page = self.context.new_page()
-        self.page.on("pageerror", lambda e: self.errors.append(str(e)))
-
-        def route(r):
-            host = urlparse(r.request.url).hostname
-            if r.request.url.startswith(("data:", "blob:", "file:")) or host == "127.0.0.1":
-                r.continue_()
-            else:
-                self.outside.append(r.request.url)
-                r.abort()
-
-        self.page.route("**/*", route)
-        self.page.goto(url, wait_until="load")
-
-
-@pytest.fixture(scope="module")
-def browser():
-    if CHROMIUM is None:
-        pytest.fail("Chromium is not installed (scripts/install_chromium.sh installs Debian's package)")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as pw:
-        b = pw.chromium.launch(executable_path=CHROMIUM, args=FLAGS, headless=True)
-        yield b
-        b.close()
-
-
 def test_chapter_1_runs_in_jupyterlab_and_its_slider_redraws(workshop, browser, built):
     url = f"http://127.0.0.1:{workshop.port}/lab/tree/{STEMS[0]}.ipynb?token={workshop.token}"
-    visit = Visit(browser, url)
+    visit = PageVisit(browser, url, context={"viewport": {"width": 1280, "height": 900}}, settle_ms=0)
     page = visit.page
     page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=120_000)
     # the kernel is up when the status bar says so
@@ -223,7 +184,7 @@ def test_chapter_1_runs_in_jupyterlab_and_its_slider_redraws(workshop, browser, 
 def test_live_code_runs_a_chapter_page_on_the_workshop_server(workshop, browser, built):
     chapter = toc_chapters()[0]
     url = workshop.book_url.replace("/index.html", f"/{chapter}.html")
-    visit = Visit(browser, url)
+    visit = PageVisit(browser, url, context={"viewport": {"width": 1280, "height": 900}}, settle_ms=0)
     page = visit.page
     page.click("#distbook-live-button")
     page.wait_for_function(
@@ -257,7 +218,7 @@ def test_slides_exist_for_every_chapter_and_open_offline(built, browser):
         assert page.count("<section") >= 8, deck.name
         assert "data:image/png;base64," in page, f"{deck.name} carries no figure"
     assert 'class="animation"' in (slides / f"{STEMS[0]}.html").read_text()
-    visit = Visit(browser, (slides / f"{STEMS[0]}.html").as_uri())
+    visit = PageVisit(browser, (slides / f"{STEMS[0]}.html").as_uri(), settle_ms=0)
     page = visit.page
     page.wait_for_function("() => window.Reveal && Reveal.isReady()", timeout=30_000)
     assert page.evaluate("() => Reveal.getTotalSlides()") >= 8
