@@ -24,6 +24,8 @@ from pathlib import Path
 
 import nbformat
 
+from reader_notebooks import escape_markdown, format_glue, load_glue  # one way to read and print glue
+
 ROOT = Path(__file__).resolve().parents[1]
 REVEAL = ROOT / "book" / "vendor-slides" / "reveal.js"
 MATHJAX = ROOT / "book" / "vendor" / "mathjax" / "tex-svg-full.js"
@@ -38,26 +40,13 @@ class SlideError(RuntimeError):
     """A chapter could not be turned into slides (e.g. a glued name is missing)."""
 
 
-def glue_values(path: Path) -> dict[str, str]:
-    """Name -> text of every value a chapter glued (myst-nb's ``*.glue.json``)."""
-    if not path.exists():
-        return {}
-    data = json.loads(path.read_text())
-    return {name: out["data"].get("text/plain", "") for name, out in data.items()}
-
-
-def fill_glue(text: str, values: dict[str, str], where: str) -> str:
+def fill_glue(text: str, values: dict, where: str) -> str:
+    """``{glue:text}`` roles replaced by their values, formatted and escaped as the reader notebooks do."""
     def one(m):
-        name, spec = m.group(1), m.group(2)
-        if name not in values:
+        name, spec = m.group(1), m.group(2) or ""
+        if values.get(name) is None:
             raise SlideError(f"{where}: glued value {name!r} is not in the chapter's glue.json")
-        value = values[name]
-        if spec:
-            try:
-                return format(float(value), spec)
-            except ValueError:
-                return value
-        return value.strip("'\"")
+        return escape_markdown(format_glue(values[name], spec))
 
     return GLUE_ROLE.sub(one, text)
 
@@ -117,7 +106,7 @@ def output_html(output) -> str | None:
     return None
 
 
-def chapter_slides(nb, values: dict[str, str], name: str) -> tuple[str, list[str]]:
+def chapter_slides(nb, values: dict, name: str) -> tuple[str, list[str]]:
     """The title and the slides (HTML sections) of one executed chapter."""
     sections: list[str] = []
     title, section = name, None
@@ -226,7 +215,7 @@ def build(executed: Path, out: Path) -> list[Path]:
     decks, items = [], []
     for path in notebooks:
         nb = nbformat.read(path, as_version=4)
-        values = glue_values(path.with_suffix(".glue.json"))
+        values = load_glue(path.with_suffix(".glue.json"))
         title, sections = chapter_slides(nb, values, path.stem)
         deck = out / f"{path.stem}.html"
         deck.write_text(PAGE.format(title=html.escape(title), sections="\n".join(sections)))
