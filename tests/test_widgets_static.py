@@ -25,6 +25,19 @@ from distlib.widgets.walls import WallsWidget
 PNG = b"\x89PNG"
 
 
+def _src(html, attr):
+    import re
+
+    return re.search(rf'{attr}="([^"]+)"', html).group(1)
+
+
+def _png_size(path):
+    from PIL import Image
+
+    with Image.open(path) as img:
+        return img.size
+
+
 def _walk(widget):
     yield widget
     for child in getattr(widget, "children", ()):
@@ -77,13 +90,22 @@ def test_every_live_static_control_drives_a_stack_of_distinct_frames(built, name
     for stack in stacks:
         assert any(b is stack and bt == "selected_index" for _, _, b, bt in links), "a Stack no control drives"
         assert stack.selected_index is not None and 0 <= stack.selected_index < len(stack.children)
-    frames = [c for c in _walk(wdg) if isinstance(c, w.Image) and c.format == "url"]
-    assert len(frames) == wdg.frame_count >= 20
+    leaves = [c for c in _walk(wdg) if isinstance(c, w.HTML) and "<picture" in c.value]
+    # identical frames share one model, so there are at most as many pictures as frames
+    assert wdg.frame_count >= 20 and 0.5 * wdg.frame_count <= len({id(p) for p in leaves}) <= wdg.frame_count
     files = {p.name for p in static.iterdir()}
-    assert {bytes(f.value).decode().split("/")[-1] for f in frames} <= files
+    wide = {_src(p.value, "src") for p in leaves}
+    narrow = {_src(p.value, "srcset") for p in leaves}
+    assert all(u.startswith("widget-frames/") for u in wide | narrow)
+    assert {u.split("/")[-1] for u in wide | narrow} <= files
     assert all((static / f).read_bytes()[:4] == PNG for f in files)
     # distinct pictures: a slider that changed nothing would make the grid pointless
-    assert len(files) >= 0.5 * len(frames)
+    assert len(wide) >= 0.5 * wdg.frame_count and len(narrow) >= 0.5 * wdg.frame_count
+    # the phone frames are drawn for a phone: NARROW CSS px wide at 2x, never a shrunk desktop frame
+    for u in list(narrow)[:3]:
+        assert _png_size(static / u.split("/")[-1])[0] == 2 * _base.NARROW
+    for u in list(wide)[:3]:
+        assert _png_size(static / u.split("/")[-1])[0] == 2 * wdg.fig.width > 2 * _base.NARROW
     # every control the reader sees is either linked to frames or disabled with a reason
     linked = {id(a) for a, _, _, _ in links}
     shown = [c for c in _walk(wdg) if isinstance(c, (w.IntSlider, w.FloatSlider, w.FloatLogSlider, w.SelectionSlider,
@@ -115,6 +137,8 @@ def test_the_initial_frame_is_the_live_picture(built):
     # the same update() path draws both; the static one stores a palette PNG of the same picture
     assert again.result == wdg.result
     assert len(live) > 1000 and bytes(again.fig.image.value)[:4] == PNG
+    # the static widget's own live Image is not shown, and keeps no pixels in the page's state
+    assert bytes(wdg.fig.image.value) == b""
 
 
 def test_ring_steps_have_their_own_slider_and_play_per_ring_size(built):
@@ -138,8 +162,15 @@ def test_inline_frames_embed_png(tmp_path):
         wdg = RooflineWidget()
     finally:
         _base.static_frames("env")
-    imgs = [c for c in _walk(wdg) if isinstance(c, w.Image)]
-    assert imgs and all(i.format == "png" and bytes(i.value)[:4] == PNG for i in imgs)
+    import base64
+
+    pics = [c.value for c in _walk(wdg) if isinstance(c, w.HTML) and "<picture" in c.value]
+    assert pics
+    for html in pics:
+        for attr in ("src", "srcset"):
+            url = _src(html, attr)
+            assert url.startswith("data:image/png;base64,")
+            assert base64.b64decode(url.split(",", 1)[1])[:4] == PNG
 
 
 def test_the_environment_switch(monkeypatch, tmp_path):

@@ -27,9 +27,22 @@ def crisp_inline_figures() -> bool:
         if get_ipython() is None:
             return False
         set_matplotlib_formats("retina")
-        return True
     except Exception:  # an old or unusual front end: keep its defaults
         return False
+    _static_figures(get_ipython())
+    return True
+
+
+def _static_figures(ip) -> None:
+    """In the book build (``DISTLIB_STATIC_WIDGETS`` set), every figure carries a phone-sized twin."""
+    import os
+
+    folder = os.environ.get("DISTLIB_STATIC_WIDGETS", "").strip()
+    if not folder or folder == "0":
+        return
+    from ..pictures import install_figure_formatter
+
+    install_figure_formatter(ip, None if folder == "inline" else folder, os.environ.get("DISTLIB_STATIC_URL", ""))
 
 
 crisp_inline_figures()
@@ -46,21 +59,47 @@ def animation_html(anim, **kwargs) -> str:
     Colab, which has the network and no other copy of those icons.
 
     The frames are rendered for 2x screens and shown at the figure's size in
-    CSS pixels (96 per inch), shrinking on a narrow page, never stretched;
-    no text in them is smaller than the page's small print (10 pt).
+    CSS pixels (96 per inch, at most ``pictures.WIDE_MAX``), never stretched;
+    no text in them is smaller than the page's small print
+    (``pictures.MIN_FONT_PT``). In the book build the player comes twice,
+    the second drawn again for a phone (``pictures.NARROW`` CSS px wide, as
+    :func:`distlib.pictures.phone_layout` on the figure says), and the page's
+    CSS shows the one that fits the screen.
     """
-    import re
+    import os
     import sys
 
-    from matplotlib.text import Text
+    from .. import pictures
 
     fig = anim._fig
-    width_in, _ = fig.get_size_inches()
-    fig.set_dpi(2 * 96)
-    for t in fig.findobj(Text):
-        if t.get_fontsize() < 10:
-            t.set_fontsize(10)
-    html = anim.to_jshtml(**kwargs)
-    css = f"width:{round(width_in * 96)}px;max-width:100%;height:auto"
-    html = re.sub(r'(<img id="_anim_img\w*")', rf'\1 style="{css}"', html, count=1)
+    w_in, h_in = fig.get_size_inches()
+    wide = _jshtml(anim, min(w_in * pictures.CSS_DPI, pictures.WIDE_MAX), h_in * pictures.CSS_DPI, **kwargs)
+    folder = os.environ.get("DISTLIB_STATIC_WIDGETS", "").strip()
+    if folder and folder != "0":
+        spec = getattr(fig, "_distlib_phone", None) or {}
+        if spec.get("adjust") is not None:
+            spec["adjust"](fig)
+        elif fig.get_layout_engine() is None:
+            fig.set_layout_engine("constrained")
+        narrow = _jshtml(anim, pictures.NARROW, spec.get("height") or h_in * pictures.CSS_DPI, **kwargs)
+        fig.set_size_inches(w_in, h_in)
+        html = f'<div class="distlib-only-wide">{wide}</div><div class="distlib-only-narrow">{narrow}</div>'
+    else:
+        html = wide
     return html if "google.colab" in sys.modules else _CDN_LINK.sub("", html)
+
+
+def _jshtml(anim, width: float, height: float, **kwargs) -> str:
+    """One player, its frames ``width`` x ``height`` CSS px, drawn at 2x."""
+    import re
+
+    from .. import pictures
+
+    fig = anim._fig
+    fig.set_size_inches(width / pictures.CSS_DPI, height / pictures.CSS_DPI)
+    fig.set_dpi(pictures.SCALE * pictures.CSS_DPI)
+    pictures.enforce_min_font(fig)
+    anim._html_representation = None  # to_jshtml keeps its first answer
+    html = anim.to_jshtml(**kwargs)
+    css = f"width:{round(width)}px;max-width:100%;height:auto"
+    return re.sub(r'(<img id="_anim_img\w*")', rf'\1 style="{css}"', html, count=1)

@@ -47,13 +47,9 @@ from PIL import Image as PILImage
 __all__ = ["FigureImage", "FigureWidget", "StaticAxis", "label_style", "static_frames", "static_config",
            "CSS_DPI", "SCALE", "MIN_FONT_PT", "CONTINUOUS_UPDATE", "log_slider"]
 
-#: CSS pixels per inch (the browser's reference pixel).
-CSS_DPI = 96
-#: Device pixels per CSS pixel that pictures are rendered for (2x screens).
-SCALE = 2
-#: Smallest font in any widget picture, in points: 10 pt at 96 CSS px/inch is
-#: 13.3 px, the size of the page's small print (``<small>`` of a 16 px body).
-MIN_FONT_PT = 10
+# CSS px per inch, device px per CSS px (2x screens), and the smallest text
+# in any picture (11 pt = 14.7 px; the page's <small> print is 14.4 px).
+from ..pictures import CSS_DPI, MIN_FONT_PT, NARROW, SCALE, Rendering, picture_html  # noqa: E402
 #: Every control redraws only when released (or on a click): a redraw costs
 #: tens of milliseconds, and a stream of them while dragging lags behind the
 #: hand. The static page swaps frames as the slider moves either way.
@@ -74,6 +70,7 @@ class StaticConfig:
 
 
 _override: list = []  # set by static_frames(); wins over the environment
+_PHONE: list = []  # non-empty while a widget's phone twin is built
 
 
 def static_frames(folder: str | os.PathLike | None = "inline", url: str = ""):
@@ -125,7 +122,11 @@ class FigureImage:
     ``SCALE`` times as many pixels in each direction.
     """
 
-    def __init__(self, *, width: int = 460, height: int = 340, **subplot_kw):
+    def __init__(self, *, width: int = 460, height: int = 340, phone_height: int | None = None, **subplot_kw):
+        #: True in a widget's phone twin (the static book's narrow frames), drawn NARROW CSS px wide
+        self.narrow = bool(_PHONE)
+        if self.narrow:
+            width, height = NARROW, int(phone_height or height)
         self.width, self.height = int(width), int(height)
         self.figure = Figure(figsize=(self.width / CSS_DPI, self.height / CSS_DPI), dpi=CSS_DPI * SCALE)
         self.canvas = FigureCanvasAgg(self.figure)
@@ -300,6 +301,33 @@ class FigureWidget(w.VBox):
         """The controls live on the static page and their grids (override)."""
         return []
 
+    def __init_subclass__(cls, **kwargs):
+        """Remember each widget's constructor arguments: the static page builds a phone twin from them."""
+        super().__init_subclass__(**kwargs)
+        init = cls.__dict__.get("__init__")
+        if init is None:
+            return
+
+        def __init__(self, *args, **kw):
+            if "_init_args" not in self.__dict__:
+                self.__dict__["_init_args"] = (args, kw)
+            init(self, *args, **kw)
+
+        __init__.__doc__, __init__.__wrapped__ = init.__doc__, init
+        cls.__init__ = __init__
+
+    def _phone_twin(self) -> "FigureWidget":
+        """The same widget, live, its picture drawn for a phone (``FigureImage.narrow``)."""
+        args, kw = self.__dict__.get("_init_args", ((), {}))
+        saved = list(_override)
+        _override[:] = [None]
+        _PHONE.append(True)
+        try:
+            return type(self)(*args, **kw)
+        finally:
+            _PHONE.pop()
+            _override[:] = saved
+
     # ---- static frames --------------------------------------------------
     def _control_values(self) -> dict:
         return {name: getattr(self, name).value for name in self._control_names()}
@@ -358,13 +386,19 @@ class FigureWidget(w.VBox):
         if fixed:
             note = [w.HTML(f"<small class='distlib-static-note'>{', '.join(_plain(f) for f in fixed)}: "
                            f"{self.static_reason}.</small>")]
-        self.fig.compact = True
+        self._twin = self._phone_twin()
+        self.fig.compact = self._twin.fig.compact = True
         try:
             tree = self._branch(axes, 0, dict(initial), shared_controls, cfg)
         finally:
             self.fig.compact = False
+            self._twin.fig.image.value = b""
+            self._twin.close()
+            self._twin = None
         # leave the live controls where the initial frame is
         self._restore(initial)
+        # the live picture is not shown on the static page: keep its pixels out of the page's widget state
+        self.fig.image.value = b""
         self.static_view = tree
         return self._static_layout(w.VBox(shown + note), tree)
 
@@ -425,31 +459,26 @@ class FigureWidget(w.VBox):
 
     def _leaf(self, chosen, cfg) -> w.Widget:
         frame = self.render_frame(chosen)
+        phone = self._twin.render_frame(chosen)
         self.frame_count += 1
         # One Layout (and style) model shared by every frame, not one each: the
         # page's widget state is a list of models, and most would be copies.
         if not hasattr(self, "_shared"):
-            self._shared = {"image": image_layout(self.fig.width), "box": w.Layout(), "html": w.Layout(),
-                            "style": w.HTMLStyle() if hasattr(w, "HTMLStyle") else None, "images": {}}
+            self._shared = {"box": w.Layout(), "html": w.Layout(),
+                            "style": w.HTMLStyle() if hasattr(w, "HTMLStyle") else None, "pictures": {}}
         shared = self._shared
-        key = hashlib.sha1(frame.png).hexdigest()[:16]
-        image = shared["images"].get(key)  # an identical picture is one Image model, shown wherever it recurs
-        if image is None:
-            if cfg.folder is None:
-                image = w.Image(value=frame.png, format="png", layout=shared["image"])
-            else:
-                name = key + ".png"
-                cfg.folder.mkdir(parents=True, exist_ok=True)
-                target = cfg.folder / name
-                if not target.exists():
-                    target.write_bytes(frame.png)
-                image = w.Image(value=(cfg.url + name).encode(), format="url", layout=shared["image"])
-            image.add_class("distlib-frame")
-            shared["images"][key] = image
         kw = {"layout": shared["html"]}
         if shared["style"] is not None:
             kw["style"] = shared["style"]
-        return self._leaf_layout(image, w.HTML(frame.summary, **kw))
+        key = hashlib.sha1(frame.png + phone.png).hexdigest()[:16]
+        picture = shared["pictures"].get(key)  # an identical picture is one model, shown wherever it recurs
+        if picture is None:
+            wide = Rendering(frame.png, self.fig.width, self.fig.height)
+            narrow = Rendering(phone.png, self._twin.fig.width, self._twin.fig.height)
+            picture = w.HTML(picture_html(wide, narrow, folder=cfg.folder, url=cfg.url), **kw)
+            picture.add_class("distlib-picture-box")
+            shared["pictures"][key] = picture
+        return self._leaf_layout(picture, w.HTML(frame.summary, **kw))
 
     def _leaf_layout(self, image: w.Widget, summary: w.Widget) -> w.Widget:
         return w.VBox([image, *self._extra, summary], layout=self._shared["box"])

@@ -1,0 +1,238 @@
+"""Pictures for the static book: one drawing, two sizes, the browser picks.
+
+A figure drawn for a desktop column and shrunk onto a phone loses its text:
+a 672 px chart on a 360 px phone shows 10 pt labels at 7 px. So the book
+carries every picture twice, rendered for the two places it is shown:
+
+- **wide**, at most :data:`WIDE_MAX` CSS px: fits the output column of the
+  book at every viewport wider than :data:`PHONE_MAX_VIEWPORT` (measured in
+  Chromium: the column is 624 px at its narrowest desktop layout, 1200 px);
+- **narrow**, :data:`NARROW` CSS px: fits the output column of a 360 px phone
+  (328 px), laid out again for that width, not shrunk.
+
+Both are rendered at :data:`SCALE` x their CSS size for 2x screens, with no
+text smaller than :data:`MIN_FONT_PT` (11 pt = 14.7 CSS px; the page's
+``<small>`` print is 14.4 px). :func:`picture_html` writes them beside the
+page and returns a ``<picture>`` element: the browser fetches only the one
+its screen needs, and shows it at its CSS size, never stretched.
+
+The book build switches this on for its kernels (``DISTLIB_STATIC_WIDGETS``,
+see :mod:`distlib.widgets._base`); in Jupyter and Colab figures stay plain
+inline PNGs. :func:`install_figure_formatter` is that switch for figures.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import html
+import io
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+__all__ = ["MIN_FONT_PT", "WIDE_MAX", "NARROW", "PHONE_MAX_VIEWPORT", "SCALE", "CSS_DPI", "Rendering",
+           "enforce_min_font", "render_figure", "render_pair", "phone_layout", "picture_html",
+           "install_figure_formatter"]
+
+#: CSS pixels per inch (the browser's reference pixel).
+CSS_DPI = 96
+#: Device pixels per CSS pixel that pictures are rendered for (2x screens).
+SCALE = 2
+#: Smallest text in any picture, in points: 11 pt is 14.7 CSS px, no smaller
+#: than the book's small print (``<small>`` in the body: 14.4 px).
+MIN_FONT_PT = 11
+#: Widest picture, CSS px: the book's output column is at least 624 px at
+#: every viewport wider than PHONE_MAX_VIEWPORT.
+WIDE_MAX = 620
+#: Phone picture width, CSS px: the output column of a 360 px phone is 328 px.
+NARROW = 328
+#: Viewports this wide or narrower (CSS px) get the narrow picture.
+PHONE_MAX_VIEWPORT = 651
+
+
+@dataclass
+class Rendering:
+    """A PNG and the CSS size it is shown at (its pixels / SCALE)."""
+
+    png: bytes
+    width: int
+    height: int
+
+
+def enforce_min_font(figure, pt: float = MIN_FONT_PT) -> None:
+    """Raise every text of ``figure`` (titles, labels, ticks, legends, notes) to at least ``pt``."""
+    from matplotlib.text import Text
+
+    for t in figure.findobj(Text):
+        if t.get_fontsize() < pt:
+            t.set_fontsize(pt)
+
+
+def _png(figure, *, tight: bool, compact: bool) -> Rendering:
+    from PIL import Image as PILImage
+
+    buf = io.BytesIO()
+    kw = {"bbox_inches": "tight", "pad_inches": 0.06} if tight else {}
+    figure.savefig(buf, format="png", dpi=CSS_DPI * SCALE, facecolor="white", **kw)
+    img = PILImage.open(io.BytesIO(buf.getvalue()))
+    w, h = img.size
+    if compact:
+        out = io.BytesIO()
+        img.convert("RGB").quantize(colors=256, method=PILImage.Quantize.FASTOCTREE).save(
+            out, format="png", compress_level=6)
+        data = out.getvalue()
+    else:
+        data = buf.getvalue()
+    return Rendering(data, round(w / SCALE), round(h / SCALE))
+
+
+def render_figure(figure, *, width: float | None = None, height: float | None = None,
+                  max_width: float | None = None, tight: bool = True, compact: bool = True) -> Rendering:
+    """Render ``figure`` as a 2x PNG, ``width`` x ``height`` CSS px (default: its own size).
+
+    Text is raised to MIN_FONT_PT first. With ``tight`` the PNG is cropped to
+    what is drawn (as Jupyter's inline backend does); if that comes out wider
+    than ``max_width`` the figure is narrowed and drawn again, so the picture
+    never has to be shrunk to fit.
+    """
+    enforce_min_font(figure)
+    w_in, h_in = figure.get_size_inches()
+    if width is not None or height is not None:
+        figure.set_size_inches((width or w_in * CSS_DPI) / CSS_DPI, (height or h_in * CSS_DPI) / CSS_DPI)
+    out = _png(figure, tight=tight, compact=compact)
+    for _ in range(3):
+        if max_width is None or out.width <= max_width:
+            break
+        cur_w, cur_h = figure.get_size_inches()
+        new_w = cur_w - (out.width - max_width + 2) / CSS_DPI
+        if new_w * CSS_DPI < max_width / 2:
+            break  # what sticks out does not narrow with the figure (a title, a legend, a note)
+        figure.set_size_inches(new_w, cur_h)
+        out = _png(figure, tight=tight, compact=compact)
+    if max_width is not None and out.width > max_width:
+        raise ValueError(f"figure does not fit in {max_width} CSS px (drawn {out.width} px wide): "
+                         "its text or legend is wider than the page; give it a phone_layout()")
+    return out
+
+
+def phone_layout(figure, *, height: float | None = None, adjust: Callable | None = None):
+    """Say how ``figure`` is redrawn for a phone (NARROW CSS px wide).
+
+    ``height``: its height there in CSS px (default: the same height as on a
+    desktop, which gives the narrower panels more room); ``adjust(figure)``:
+    changes for the narrow drawing (move a legend below, fewer ticks, ...),
+    applied after the wide picture is drawn. Returns ``figure``.
+    """
+    figure._distlib_phone = {"height": height, "adjust": adjust}
+    return figure
+
+
+def render_pair(figure, *, compact: bool = True) -> tuple[Rendering, Rendering]:
+    """The wide and the narrow rendering of ``figure`` (see the module's doc).
+
+    The wide one is the figure as drawn, narrowed to WIDE_MAX if it is wider;
+    the narrow one is laid out again at NARROW CSS px, on a copy of the
+    figure where it can be copied (the figure itself otherwise): a figure
+    with no layout engine gets matplotlib's constrained layout for it, and
+    its :func:`phone_layout` adjustments are applied there.
+    """
+    w_in, h_in = figure.get_size_inches()
+    wide = render_figure(figure, width=min(w_in * CSS_DPI, WIDE_MAX), max_width=WIDE_MAX, compact=compact)
+    figure.set_size_inches(w_in, h_in)
+    spec = getattr(figure, "_distlib_phone", None) or {}
+    phone = _copy(figure)
+    for text in _titles(phone):
+        text.set_wrap(True)  # a long title takes two lines on a phone, not the width of two phones
+    if spec.get("adjust") is not None:
+        spec["adjust"](phone)
+    if phone.get_layout_engine() is None:
+        try:
+            phone.set_layout_engine("constrained")
+        except RuntimeError:
+            pass
+    narrow = render_figure(phone, width=NARROW, height=spec.get("height") or h_in * CSS_DPI,
+                           max_width=NARROW, compact=compact)
+    phone.set_size_inches(w_in, h_in)
+    return wide, narrow
+
+
+def _titles(figure):
+    out = [t for t in (getattr(figure, "_suptitle", None),) if t is not None]
+    for ax in figure.axes:
+        out += [ax.title, getattr(ax, "_left_title", None), getattr(ax, "_right_title", None)]
+    return [t for t in out if t is not None and t.get_text()]
+
+
+def _copy(figure):
+    """A copy of ``figure`` to lay out for a phone, or the figure itself if it cannot be pickled."""
+    import pickle
+
+    try:
+        return pickle.loads(pickle.dumps(figure))
+    except Exception:
+        return figure
+
+
+# ---- the HTML ---------------------------------------------------------------
+
+def _src(r: Rendering, folder: Path | None, url: str) -> str:
+    if folder is None:
+        import base64
+
+        return "data:image/png;base64," + base64.b64encode(r.png).decode("ascii")
+    name = hashlib.sha1(r.png).hexdigest()[:16] + ".png"
+    folder.mkdir(parents=True, exist_ok=True)
+    target = folder / name
+    if not target.exists():
+        target.write_bytes(r.png)
+    return url + name
+
+
+def picture_html(wide: Rendering, narrow: Rendering, *, folder: str | Path | None, url: str = "",
+                 alt: str = "", cls: str = "distlib-frame") -> str:
+    """A ``<picture>``: ``narrow`` on viewports up to PHONE_MAX_VIEWPORT px, ``wide`` elsewhere.
+
+    ``folder``: where the PNGs are written (named by their content), reached
+    from the page by ``url``; None embeds them as data URIs. The browser
+    fetches only the one it shows. The image's CSS size and aspect ratio are
+    set up front (``distbook.css`` reads ``--w``/``--ar`` and, on a phone,
+    ``--wn``/``--arn``), so swapping frames never moves the page.
+    """
+    folder = Path(folder) if folder is not None else None
+    if url and not url.endswith("/"):
+        url += "/"
+    ws, ns = _src(wide, folder, url), _src(narrow, folder, url)
+    style = (f"--w:{wide.width}px;--ar:{wide.width}/{wide.height};"
+             f"--wn:{narrow.width}px;--arn:{narrow.width}/{narrow.height}")
+    return (f'<picture class="distlib-picture"><source media="(max-width: {PHONE_MAX_VIEWPORT}px)" '
+            f'srcset="{html.escape(ns)}"><img class="{cls}" src="{html.escape(ws)}" alt="{html.escape(alt)}" '
+            f'style="{style}" width="{wide.width}" height="{wide.height}"></picture>')
+
+
+# ---- figures in the book's kernels ----------------------------------------
+
+def install_figure_formatter(ip, folder: str | Path | None, url: str = "") -> None:
+    """Show every matplotlib figure in kernel ``ip`` as a :func:`picture_html` (the book build).
+
+    The ``text/html`` output (which the book prefers) carries both
+    renderings; ``image/png`` (Jupyter's retina PNG) stays for everything
+    else that reads the notebook (the slides). The formatter is registered
+    for ``FigureBase``: matplotlib's inline backend drops every formatter of
+    ``Figure`` itself whenever it (re)configures, and ``Figure`` finds this
+    one through its bases.
+    """
+    from matplotlib.figure import FigureBase
+
+    def as_html(fig):
+        if not getattr(fig, "axes", None):
+            return None
+        wide, narrow = render_pair(fig)
+        return picture_html(wide, narrow, folder=folder, url=url, alt=_alt(fig))
+
+    ip.display_formatter.formatters["text/html"].for_type(FigureBase, as_html)
+
+
+def _alt(fig) -> str:
+    titles = [ax.get_title() for ax in fig.axes if ax.get_title()]
+    sup = fig._suptitle.get_text() if getattr(fig, "_suptitle", None) is not None else ""
+    return "; ".join([t for t in [sup, *titles] if t]) or "figure"
