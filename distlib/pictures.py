@@ -153,7 +153,18 @@ def render_pair(figure, *, compact: bool = True) -> tuple[Rendering, Rendering]:
     narrow = render_figure(phone, width=NARROW, height=spec.get("height") or h_in * CSS_DPI,
                            max_width=NARROW, compact=compact)
     phone.set_size_inches(w_in, h_in)
+    if phone is not figure:
+        _forget(phone)
     return wide, narrow
+
+
+def _forget(copy) -> None:
+    """An unpickled copy of a pyplot figure registers itself with pyplot: unregister it (never shown)."""
+    import sys
+
+    plt = sys.modules.get("matplotlib.pyplot")
+    if plt is not None and any(m.canvas.figure is copy for m in plt._pylab_helpers.Gcf.get_all_fig_managers()):
+        plt.close(copy)
 
 
 def _titles(figure):
