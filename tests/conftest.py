@@ -106,7 +106,7 @@ class PageVisit:
     """
 
     def __init__(self, browser, url, *, context=None, wait_for=None, settle_ms=1500):
-        self.errors, self.outside = [], []
+        self.errors, self.outside, self.requested = [], [], []
         self.context = browser.new_context(**(context or {}))
         self.page = self.context.new_page()
         self.page.on("console", lambda m: m.type == "error" and self.errors.append(m.text))
@@ -114,6 +114,7 @@ class PageVisit:
 
         def route(r):
             url = r.request.url
+            self.requested.append(url)
             if url.startswith(("data:", "blob:", "file:")) or urlparse(url).hostname == "127.0.0.1":
                 r.continue_()
             else:

@@ -44,8 +44,8 @@ def test_widgets_render_from_saved_state(browser, book_server, chapter):
     page = visit.page
     page.wait_for_selector(".widget-slider", timeout=15000)
     assert page.locator(".widget-slider").count() >= 1
-    # every chapter's widget draws its picture as a PNG in the saved widget state
-    imgs = page.locator(".widget-image")
+    # every chapter's widget shows a picture drawn at build time
+    imgs = page.locator(".distlib-widget img.distlib-frame")
     assert imgs.count() >= 1
     assert imgs.first.evaluate("img => img.naturalWidth") > 100
     visit.close()
@@ -212,20 +212,65 @@ def test_disabled_controls_say_why(browser, book_server):
     visit.close()
 
 
-PICTURES = ".cell_output img.widget-image, .cell_output div.animation img"
+# Every picture in a chapter's outputs: figures and widget frames (two-size
+# <picture>s, distlib/pictures.py) and the animations' players.
+PICTURES_JS = r"""
+() => {
+  const s = document.createElement('small'); s.textContent = 'x';
+  document.querySelector('.bd-article').appendChild(s);
+  const small = parseFloat(getComputedStyle(s).fontSize); s.remove();
+  const pics = [...document.querySelectorAll('.cell_output img')]
+    .filter(i => i.offsetParent !== null && i.naturalWidth > 0 && i.getBoundingClientRect().width > 0);
+  return {small, viewport: window.innerWidth, pics: pics.map(i => ({
+    kind: i.classList.contains('distlib-frame') ? 'picture' : i.closest('div.animation') ? 'animation' : 'plain',
+    inWidget: !!i.closest('.distlib-widget'),
+    src: (i.currentSrc || i.src).slice(-48), shown: i.getBoundingClientRect().width, natural: i.naturalWidth,
+    wide: i.getAttribute('src'), narrow: (i.closest('picture')?.querySelector('source') || {}).srcset || null}))};
+}
+"""
+#: the smallest text drawn in any picture, in CSS px at the picture's own size (11 pt)
+MIN_TEXT_PX = 11 * 96 / 72
+#: viewports: a small phone, a large phone, a tablet, a desktop
+VIEWPORTS = [360, 390, 768, 1280]
 
 
+@pytest.mark.parametrize("width", VIEWPORTS)
 @pytest.mark.parametrize("chapter", CHAPTERS)
-def test_no_widget_picture_is_drawn_larger_than_its_pixels(browser, book_server, chapter):
-    """Pictures are rendered for 2x screens: on screen, at most half their pixel width."""
+def test_every_picture_is_shown_at_its_own_size_so_its_text_stays_readable(browser, book_server, chapter, width):
+    """No picture is shrunk (its 11 pt text would fall below the page's small print) or stretched
+    (blurred), at any of these widths: the phone gets the pictures drawn for a phone."""
     base, _ = book_server
-    visit = _static_visit(browser, base, chapter)
-    sizes = visit.page.evaluate(
-        "(sel) => [...document.querySelectorAll(sel)].filter(i => i.offsetParent !== null && i.naturalWidth > 0)"
-        ".map(i => [i.getAttribute('src').slice(0, 60), i.getBoundingClientRect().width, i.naturalWidth])", PICTURES)
-    assert sizes
-    bad = [s for s in sizes if s[1] > s[2] / 2 + 1]
-    assert not bad, bad[:5]
+    visit = _static_visit(browser, base, chapter, viewport={"width": width, "height": 900})
+    page = visit.page
+    # pictures further down load when scrolled to; scroll through the page first
+    page.evaluate("async () => { for (let y = 0; y < document.body.scrollHeight; y += 600) "
+                  "{ window.scrollTo(0, y); await new Promise(r => setTimeout(r, 30)); } window.scrollTo(0, 0); }")
+    page.wait_for_timeout(500)
+    got = page.evaluate(PICTURES_JS)
+    pics = got["pics"]
+    assert pics, "no picture on the page"
+    assert MIN_TEXT_PX >= got["small"], (MIN_TEXT_PX, got["small"])
+    problems = []
+    for p in pics:
+        css = p["natural"] / 2  # every picture is drawn at 2x its CSS size
+        if p["kind"] == "plain":
+            problems.append(f"a figure shown as a plain image, with no phone version: {p['src']}")
+        elif abs(p["shown"] - css) > 1:
+            text = MIN_TEXT_PX * p["shown"] / css
+            problems.append(f"{p['kind']} {p['src']}: shown {p['shown']:.0f} px, drawn for {css:.0f} px "
+                            f"(smallest text {text:.1f} px, page's small print {got['small']:.1f} px)")
+        if p["kind"] == "picture":
+            phone = width <= 651
+            chosen = p["narrow"] if phone else p["wide"]
+            if not p["src"].endswith(chosen.split("/")[-1]):
+                problems.append(f"at {width} px the {'narrow' if phone else 'wide'} picture should show: {p['src']}")
+    assert not problems, "\n".join(problems[:10])
+    # the other rendering of a picture is never fetched
+    shown = {p["src"].split("/")[-1] for p in pics}
+    others = {(p["wide"] if width <= 651 else p["narrow"]).split("/")[-1] for p in pics if p["kind"] == "picture"}
+    fetched = {u.split("/")[-1] for u in visit.requested}
+    assert not (others - shown) & fetched, sorted((others - shown) & fetched)[:5]
+    assert not visit.errors, visit.errors[:3]
     visit.close()
 
 

@@ -102,7 +102,9 @@ def output_html(output) -> str | None:
         return data["image/svg+xml"]
     page = data.get("text/html", "")
     if 'class="animation"' in page:
-        return page
+        # the book's page carries a phone player too (distlib.plots.animation_html): a slide shows the wide one
+        wide = re.match(r'\s*<div class="distlib-only-wide">(.*)</div><div class="distlib-only-narrow">', page, re.S)
+        return wide.group(1) if wide else page
     return None
 
 

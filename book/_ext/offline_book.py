@@ -17,6 +17,7 @@
   the Colab set-up cell or raw LaTeX) on every page.
 - The set-up cell (tag ``colab-setup``) stays out of the search index.
 - The book has no index entries, so it has no empty ``genindex`` page.
+- A page whose executed cells show a traceback fails the build.
 """
 
 from __future__ import annotations
@@ -72,6 +73,17 @@ def _static_frames_for(app, docname, source):
     os.environ["DISTLIB_STATIC_URL"] = FRAMES + "/"
 
 
+def _no_error_outputs(app, doctree, docname):
+    """A chapter whose cells print a traceback is not built: a failed figure must not ship as an error.
+
+    (A display formatter that raises, e.g. a figure that cannot be laid out
+    for a phone, leaves a traceback in the output while the cell succeeds.)
+    """
+    for node in doctree.findall(nodes.Element):
+        if "traceback" in node.get("classes", ()):
+            raise ExtensionError(f"{docname}: a cell's output is a traceback:\n{node.astext()[-2000:]}")
+
+
 def _without_setup_cell(word_collector):
     """Wrap the search indexer's word collector so that it never sees the set-up cell."""
 
@@ -97,6 +109,7 @@ def setup(app):
         IndexBuilder._word_collector = _without_setup_cell(IndexBuilder._word_collector)
     app.connect("config-inited", _config)
     app.connect("source-read", _static_frames_for)
+    app.connect("doctree-resolved", _no_error_outputs)
     app.connect("html-page-context", _dedupe_and_check, priority=900)
     app.add_css_file("distbook.css")
     app.add_js_file("distbook.js")
