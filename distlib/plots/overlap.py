@@ -6,7 +6,6 @@ widget, the animation and the chapter call the same functions.
 
 from __future__ import annotations
 
-import re
 import textwrap
 
 import matplotlib
@@ -53,11 +52,16 @@ _PHONE_ANIMATION_HEIGHT = 260
 def _break_at_commas(text: str, width: int) -> str:
     """``text`` in lines of at most ``width`` characters, broken after its commas and colons where it can."""
     lines = []
-    for part in re.split(r"(?<=[,:]) ", text):
-        if lines and len(lines[-1]) + 1 + len(part) <= width:
-            lines[-1] += " " + part
-        else:
-            lines += textwrap.wrap(part, width) or [part]
+    for clause in text.split(": "):  # a colon always ends a line
+        parts = clause.split(", ")
+        for k, part in enumerate(parts):
+            part += "," if k < len(parts) - 1 else ""
+            if k and len(lines[-1]) + 1 + len(part) <= width:
+                lines[-1] += " " + part
+            else:
+                lines += textwrap.wrap(part, width) or [part]
+        lines[-1] += ":"
+    lines[-1] = lines[-1][:-1]
     return "\n".join(lines)
 
 
