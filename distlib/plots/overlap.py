@@ -93,7 +93,7 @@ def _phone_animation(fig) -> None:
                         top=1 - 34 / _PHONE_ANIMATION_HEIGHT)
     ax.title.set_x(1.0)
     ax.title.set_horizontalalignment("right")  # the frame's time grows it to the left, never off the picture
-    ax.xaxis.set_major_locator(MaxNLocator(nbins=4, steps=[1, 2, 5, 10]))
+    ax.xaxis.set_major_locator(MaxNLocator(nbins=5, steps=[1, 2, 5, 10]))
 
 
 def _legend_below(ax, *args, **kwargs):
