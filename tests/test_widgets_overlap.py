@@ -213,3 +213,15 @@ def test_widget_phone_twin_keeps_its_row_labels_on_the_frame():
     labels = [t for t in wdg.picture.tick_labels if t.get_visible()]
     assert 2 <= len(labels) <= 5
     assert _inside(wdg.fig.figure, [*ax.get_yticklabels(), *labels, ax.xaxis.label])
+
+
+def test_animation_html_carries_a_wide_and_a_phone_player_in_the_book_build(monkeypatch, tmp_path):
+    from distlib.plots import animation_html
+
+    monkeypatch.setenv("DISTLIB_STATIC_WIDGETS", str(tmp_path))
+    tl = dl.overlap_timeline([0.01] * 4, [0.015] * 4, forward_time=0.02)
+    html = animation_html(animate_timeline(tl, frames=3), default_mode="once")
+    wide, narrow = html.split('class="distlib-only-narrow"')
+    assert "distlib-only-wide" in wide
+    assert wide.count("frames[") >= 3 and narrow.count("frames[") >= 3
+    assert "width:328px" in narrow and "width:576px" in wide
