@@ -346,3 +346,57 @@ def test_two_level_widget_follows_its_controls():
     widget.size_slider.value = 1e3  # tiny buffers: latency decides, and the hierarchy takes fewer slow steps
     assert widget.result.seconds["hierarchical"] < widget.result.seconds["ring"]
     assert "x" in widget.summary.value
+
+
+def _fake_races():
+    from distlib.minicluster import Race, RaceRow
+
+    def one(gbit, ring, hier):
+        row = RaceRow(16 << 20, {"ring": 1.0, "hierarchical": 0.7}, {"ring": ring, "hierarchical": hier}, {})
+        return Race(2, 4, gbit, "mpi", ("ring", "hierarchical"), [row], {}, 3e9, "veth")
+
+    return [one(1, 1.0e8, 1.5e8), one(4, 3.6e8, 4.2e8)]
+
+
+def test_race_plot_fits_a_phone_with_its_legend_under_the_bars():
+    pytest.importorskip("matplotlib")
+    import matplotlib.pyplot as plt
+
+    from distlib.pictures import NARROW, render_pair
+    from distlib.plots.minicluster import plot_race
+
+    fig, ax = plt.subplots(figsize=(6.4, 3.6))
+    plot_race(ax, _fake_races())
+    ax.set_title("2 nodes x 2 ranks, 16 MiB per rank")
+    fig.tight_layout()
+    fig.canvas.draw()
+    r = fig.canvas.get_renderer()
+    assert ax.get_legend().get_window_extent(r).y1 < ax.xaxis.label.get_window_extent(r).y0
+    wide, narrow = render_pair(fig)  # raises if the phone drawing is wider than NARROW
+    assert narrow.width <= NARROW and narrow.height > wide.height  # one legend column on a phone
+    plt.close(fig)
+
+
+def test_two_level_widget_reads_mb_per_s_below_a_gb_per_s_and_keeps_its_legend_off_the_curves():
+    pytest.importorskip("ipywidgets")
+    from distlib.widgets import _base
+    from distlib.widgets.minicluster import TwoLevelWidget
+
+    for phone in (False, True):
+        if phone:
+            _base._PHONE.append(True)
+        try:
+            widget = TwoLevelWidget(nodes=2, ranks_per_node=2, link_bandwidth=1e9 / 8)
+        finally:
+            if phone:
+                _base._PHONE.pop()
+        ax = widget.fig.ax
+        assert widget.fig.narrow == phone
+        assert ax.get_ylabel() == "bus bandwidth (MB/s)"
+        fig = widget.fig.figure
+        r = fig.canvas.get_renderer()
+        legend = ax.get_legend().get_window_extent(r)
+        assert legend.y1 < ax.get_window_extent(r).y0  # under the axes
+        assert legend.x0 >= 0 and legend.x1 <= fig.bbox.x1
+        widget.link_slider.value = 100e9 / 8
+        assert ax.get_ylabel() == "bus bandwidth (GB/s)"

@@ -136,3 +136,92 @@ def test_widget_sliders_only_offer_valid_values():
             slider.value = value
             assert wdg.result.iteration_time > 0
     assert wdg.result.p == 1024
+
+
+# ---- phones: every picture fits NARROW CSS px, its text inside it -------------
+
+def _inside(fig, artists):
+    """Whether every artist's box lies inside the figure (to the pixel)."""
+    fig.canvas.draw()
+    r = fig.canvas.get_renderer()
+    box = fig.bbox
+    return all(a.get_window_extent(r).x0 >= box.x0 - 1 and a.get_window_extent(r).x1 <= box.x1 + 1 for a in artists)
+
+
+def test_break_at_commas_keeps_lines_short_and_ends_a_line_at_a_colon():
+    from distlib.plots.overlap import _break_at_commas
+
+    text = "step 152 ms, exposed comm 7.82 ms, 1.57x vs no overlap"
+    lines = _break_at_commas(text, 34).split("\n")
+    assert lines == ["step 152 ms, exposed comm 7.82 ms,", "1.57x vs no overlap"]
+    assert _break_at_commas("DDP, 2 gloo processes: measured (markers), model (lines)", 34).split("\n") == [
+        "DDP, 2 gloo processes:", "measured (markers), model (lines)"]
+    assert _break_at_commas("short, title", 34) == "short, title"
+
+
+def test_chapter_figures_fit_a_phone_with_legends_under_the_axes():
+    import matplotlib.pyplot as plt
+
+    from distlib.pictures import NARROW, render_pair
+
+    b = [2e-3] * 48
+    grads = dl.gradient_profile(1e9, 48)
+    link = dict(alpha=10e-6, bandwidth=25e9, p=64, forward_time=0.5 * 2e-3 * 48)
+    sweep = dl.bucket_sweep(b, grads, **link)
+    fig, axes = plt.subplots(2, 1, figsize=(6.4, 7.4))
+    plot_bucket_sweep(axes[0], sweep)
+    axes[0].set_title("48 layers, 1 GB of gradients, p = 64")
+    plot_timeline(axes[1], dl.ddp_step(b, grads, bucket_bytes=sweep.best_bucket_bytes, **link))
+    fig.tight_layout()
+    fig.canvas.draw()
+    r = fig.canvas.get_renderer()
+    # the legend hangs under the x label, never over the curve
+    assert axes[0].get_legend().get_window_extent(r).y1 < axes[0].xaxis.label.get_window_extent(r).y0
+    assert fig._distlib_phone["height"] > 7.4 * 96  # taller on a phone: its titles take two lines
+    wide, narrow = render_pair(fig)  # raises if the phone drawing is wider than NARROW
+    assert narrow.width <= NARROW and wide.width <= 620
+    plt.close(fig)
+
+
+def test_animation_is_laid_out_for_a_phone_with_its_title_inside():
+    from distlib.pictures import NARROW
+
+    tl = dl.overlap_timeline([0.01] * 4, [0.015] * 4, forward_time=0.02)
+    anim = animate_timeline(tl, frames=4)
+    fig = anim._fig
+    spec = fig._distlib_phone
+    assert spec["height"] >= 240
+    spec["adjust"](fig)
+    fig.set_size_inches(NARROW / 96, spec["height"] / 96)
+    anim._func(3)  # the last frame has the longest title: "t = 90 ms, exposed so far 30 ms"
+    ax = fig.axes[0]
+    assert "exposed so far" in ax.get_title()
+    assert _inside(fig, [ax.title, *ax.get_yticklabels(), ax.xaxis.label])
+    assert len([t for t in ax.get_xticks() if 0 <= t <= ax.get_xlim()[1]]) <= 6
+
+
+def test_widget_phone_twin_keeps_its_row_labels_on_the_frame():
+    from distlib.widgets import _base
+
+    _base._PHONE.append(True)
+    try:
+        wdg = OverlapWidget(layers=48, backward_time=2e-3, bucket_bytes=2**20, bandwidth=1e9, p=64)
+    finally:
+        _base._PHONE.pop()
+    assert wdg.fig.narrow and wdg.fig.width == 328
+    ax = wdg.fig.ax
+    labels = [t for t in wdg.picture.tick_labels if t.get_visible()]
+    assert 2 <= len(labels) <= 5
+    assert _inside(wdg.fig.figure, [*ax.get_yticklabels(), *labels, ax.xaxis.label])
+
+
+def test_animation_html_carries_a_wide_and_a_phone_player_in_the_book_build(monkeypatch, tmp_path):
+    from distlib.plots import animation_html
+
+    monkeypatch.setenv("DISTLIB_STATIC_WIDGETS", str(tmp_path))
+    tl = dl.overlap_timeline([0.01] * 4, [0.015] * 4, forward_time=0.02)
+    html = animation_html(animate_timeline(tl, frames=3), default_mode="once")
+    wide, narrow = html.split('class="distlib-only-narrow"')
+    assert "distlib-only-wide" in wide
+    assert wide.count("frames[") >= 3 and narrow.count("frames[") >= 3
+    assert "width:328px" in narrow and "width:576px" in wide

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..pictures import CSS_DPI, phone_layout
+from .overlap import phone_figure
+
 __all__ = ["plot_race"]
 
 _COLORS = {"ring": "#1f77b4", "hierarchical": "#d62728", "builtin": "#7f7f7f"}
@@ -47,5 +50,24 @@ def plot_race(ax, races, *, n_bytes=None, algorithms=("ring", "hierarchical")):
     ax.set_xticklabels([f"{race.link_gbit:g} Gbit/s" for race in races])
     ax.set_xlabel("link between the nodes (per direction)")
     ax.set_ylabel("bus bandwidth (MB/s)")
-    ax.legend(fontsize=8, loc="upper left")
+    _legend(ax, ncol=2)
+    # on a phone: the legend in one column, the title in lines that fit
+    phone_layout(ax.figure, height=ax.figure.get_size_inches()[1] * CSS_DPI + 90, adjust=_phone_race)
     return artists
+
+
+def _legend(ax, *, ncol):
+    """The legend under the x label: inside, it covers a bar or the link's line."""
+    from matplotlib.transforms import ScaledTranslation
+
+    below = ax.transAxes + ScaledTranslation(0, -0.52, ax.figure.dpi_scale_trans)
+    return ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, 0.0), bbox_transform=below, ncol=ncol,
+                     frameon=False)
+
+
+def _phone_race(fig) -> None:
+    """The race's figure on a phone: a legend of one column (``phone_layout``'s adjust)."""
+    for ax in fig.axes:
+        if ax.get_legend() is not None:
+            _legend(ax, ncol=1)
+    phone_figure(fig)

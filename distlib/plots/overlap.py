@@ -6,18 +6,22 @@ widget, the animation and the chapter call the same functions.
 
 from __future__ import annotations
 
+import textwrap
+
 import matplotlib
 import numpy as np
 from matplotlib.collections import PolyCollection
 from matplotlib.font_manager import FontProperties
+from matplotlib.legend_handler import HandlerTuple
 from matplotlib.patches import Rectangle
 from matplotlib.ticker import FuncFormatter, MaxNLocator
 
 from ..fmt import fmt_bytes
+from ..pictures import CSS_DPI, NARROW, phone_layout
 from ..overlap import BucketSweep, OverlapTimeline
 
 __all__ = ["TimelinePicture", "plot_timeline", "plot_bucket_sweep", "plot_measured_sweep", "animate_timeline",
-           "time_unit", "COLORS"]
+           "time_unit", "phone_figure", "COLORS"]
 
 COLORS = {
     "forward": "#9e9e9e",
@@ -36,6 +40,70 @@ def time_unit(seconds: float) -> tuple:
     if seconds >= 1e-3:
         return 1e3, "ms"
     return 1e6, "µs"
+
+
+# ---- phones -------------------------------------------------------------------
+#: characters of an 11 pt title line over an axes on a phone (distlib.pictures.NARROW CSS px)
+_PHONE_TITLE_CHARS = 34
+#: height of the animation on a phone, CSS px
+_PHONE_ANIMATION_HEIGHT = 260
+
+
+def _break_at_commas(text: str, width: int) -> str:
+    """``text`` in lines of at most ``width`` characters, broken after its commas and colons where it can."""
+    lines = []
+    for clause in text.split(": "):  # a colon always ends a line
+        parts = clause.split(", ")
+        for k, part in enumerate(parts):
+            part += "," if k < len(parts) - 1 else ""
+            if k and len(lines[-1]) + 1 + len(part) <= width:
+                lines[-1] += " " + part
+            else:
+                lines += textwrap.wrap(part, width) or [part]
+        lines[-1] += ":"
+    lines[-1] = lines[-1][:-1]
+    return "\n".join(lines)
+
+
+def phone_figure(fig) -> None:
+    """Lay out a figure of this module's drawings again for a phone (``phone_layout``'s adjust).
+
+    Titles break at their commas and colons, and matplotlib's constrained layout places
+    the panels around them. (The legends are under the axes in one column at
+    every width already.)
+    """
+    for ax in fig.axes:
+        if "\n" not in ax.get_title():
+            ax.title.set_text(_break_at_commas(ax.get_title(), _PHONE_TITLE_CHARS))
+        ax.title.set_wrap(False)
+    fig.set_layout_engine("constrained")
+
+
+def _phone_taller(fig, px: float) -> None:
+    """On a phone, ``fig`` is ``px`` CSS px taller than on a desktop (more, if asked before)."""
+    spec = getattr(fig, "_distlib_phone", None) or {}
+    height = spec.get("height") or fig.get_size_inches()[1] * CSS_DPI
+    phone_layout(fig, height=height + px, adjust=phone_figure)
+
+
+def _phone_animation(fig) -> None:
+    """The animation's figure on a phone: room for the row labels and a title that ends at the right edge."""
+    ax = fig.axes[0]
+    fig.subplots_adjust(left=98 / NARROW, right=1 - 14 / NARROW, bottom=62 / _PHONE_ANIMATION_HEIGHT,
+                        top=1 - 34 / _PHONE_ANIMATION_HEIGHT)
+    ax.title.set_x(1.0)
+    ax.title.set_horizontalalignment("right")  # the frame's time grows it to the left, never off the picture
+    ax.xaxis.set_major_locator(MaxNLocator(nbins=5, steps=[1, 2, 5, 10]))
+
+
+def _legend_below(ax, *args, **kwargs):
+    """A legend in one column under the x label (inside, a legend covers data wherever the data lies)."""
+    from matplotlib.transforms import ScaledTranslation
+
+    # a fixed distance below the axes, whatever their height: the tick labels and the x label
+    below = ax.transAxes + ScaledTranslation(0, -0.52, ax.figure.dpi_scale_trans)
+    return ax.legend(*args, loc="upper center", bbox_to_anchor=(0.5, 0.0), bbox_transform=below, frameon=False,
+                     **kwargs)
 
 
 def _timeline(result) -> OverlapTimeline:
@@ -88,7 +156,7 @@ class TimelinePicture:
         self.fast_ticks = fast_ticks
         self.show_title = title
         self.ready_marks = ready_marks
-        self._locator = MaxNLocator(nbins=max_ticks)
+        self._locator = MaxNLocator(nbins=max_ticks, steps=[1, 2, 2.5, 5, 10])
         self.scale, self.unit = 1.0, "s"
         self.collections = {}
         for row in ("compute", "comm"):
@@ -151,6 +219,7 @@ class TimelinePicture:
         shown_hi = hi if until is None else min(hi, max(until, lo))
         self.exposed.set_x(lo * scale)
         self.exposed.set_width((shown_hi - lo) * scale)
+        self.exposed.set_visible(shown_hi > lo)  # a span of zero width would still draw its edge
         ready = tl.ready if until is None else tl.ready[tl.ready <= until]
         self.ready.set_data(ready * scale, np.full(len(ready), _ROW_Y["comm"] + _HEIGHT / 2 + 0.08))
         if until is not None:
@@ -216,6 +285,7 @@ def plot_timeline(ax, timeline, *, until=None, xmax=None, title=True, ready_mark
     """
     pic = TimelinePicture(ax, title=title, ready_marks=ready_marks)
     pic.set_timeline(timeline, until=until, xmax=xmax)
+    _phone_taller(ax.figure, 24 if title else 0)  # its title takes two lines on a phone
     return pic.artists()
 
 
@@ -238,15 +308,20 @@ def plot_bucket_sweep(ax, sweep: BucketSweep, *, mark_best=True) -> dict:
     if mark_best:
         (best,) = ax.plot([sweep.best_bucket_bytes], [sweep.best_time * scale], "o", color="#d62728",
                           markersize=7, markerfacecolor="none")
+        # above the minimum, where the curve is flat and nothing else is drawn
         ax.annotate(f"best {fmt_bytes(sweep.best_bucket_bytes)}", (sweep.best_bucket_bytes, sweep.best_time * scale),
-                    textcoords="offset points", xytext=(6, 8), fontsize=8)
+                    textcoords="offset points", xytext=(0, 40), ha="center", va="bottom", fontsize=8,
+                    arrowprops={"arrowstyle": "-", "color": "0.4", "linewidth": 0.8, "shrinkB": 5})
     ax.set_xscale("log")
     ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: str(fmt_bytes(x))))
     ax.set_xlabel("bucket capacity (bytes)")
     ax.set_ylabel(f"step time ({unit})")
     lo = sweep.compute_time * scale
-    ax.set_ylim(bottom=min(lo * 0.9, float(np.min(sweep.iteration_time)) * scale * 0.9))
-    ax.legend(loc="best", fontsize=8)
+    hi = max(sweep.one_bucket_time, float(np.max(sweep.iteration_time))) * scale
+    bottom = min(lo * 0.9, float(np.min(sweep.iteration_time)) * scale * 0.9)
+    ax.set_ylim(bottom, hi + 0.06 * (hi - bottom))  # the "one all-reduce" line clear of the frame
+    _legend_below(ax, fontsize=8)
+    _phone_taller(ax.figure, 24)  # room for a title in two lines
     return {"time": line, "floor": floor, "one_bucket": one, "best": best}
 
 
@@ -299,7 +374,15 @@ def plot_measured_sweep(ax, comparison, *, cpu=False) -> dict:
     ax.set_xlabel("bucket_cap_mb")
     ax.set_ylabel(f"step time ({unit})")
     ax.set_ylim(bottom=0)
-    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2, fontsize=7, frameon=False)
+    # one entry per colour, its marker (measured) beside its line (model): half the entries, same story
+    entries = [((out["measured_overlap"], out["model_overlap"]), "overlap (ordinary DDP)"),
+               ((out["measured_no_overlap"], out["model_no_overlap"]), "one all-reduce after backward"),
+               ((out["measured_compute"], out["model_compute"]), "no communication")]
+    if out["cpu"] is not None:
+        entries.append(((out["cpu"],), "CPU time per step, overlap"))
+    _legend_below(ax, [h for h, _ in entries], [t for _, t in entries], handler_map={tuple: HandlerTuple(ndivide=None)},
+                  handlelength=3.5, fontsize=8)
+    _phone_taller(ax.figure, 24)  # room for a title in two lines
     return out
 
 
@@ -322,7 +405,8 @@ def animate_timeline(timeline, *, frames=20, figsize=(6.0, 2.7), dpi=72, interva
     FigureCanvasAgg(fig)
     ax = fig.add_subplot()
     pic = TimelinePicture(ax)
-    fig.subplots_adjust(left=0.17, right=0.98, bottom=0.24, top=0.86)
+    fig.subplots_adjust(left=0.17, right=0.97, bottom=0.24, top=0.86)
+    phone_layout(fig, height=_PHONE_ANIMATION_HEIGHT, adjust=_phone_animation)
     # the first frame already shows the step begun (never empty axes), the last the whole step
     times = np.linspace(0.0, tl.iteration_time, frames + 1)[1:]
 

@@ -70,7 +70,7 @@ class TwoLevelWidget(FigureWidget):
                                       continuous_update=cu, style=style, layout=layout)  # fmt: skip
         self.controls = [self.nodes_dropdown, self.ranks_slider, self.link_slider, self.intra_slider,
                          self.alpha_inter_slider, self.alpha_intra_slider, self.size_slider]  # fmt: skip
-        self.fig = FigureImage(width=460, height=300)
+        self.fig = FigureImage(width=460, height=300, phone_height=330)  # a phone's legend takes two rows
         self.summary = w.HTML()
         self.result: TwoLevelResult | None = None
         self._finish()
@@ -101,18 +101,25 @@ class TwoLevelWidget(FigureWidget):
         kw = self._params()
         ax = self.fig.ax
         ax.clear()
+        curves = {name: bus_bandwidth("allreduce", _SIZES, N * L,
+                                      two_level_allreduce_time(_SIZES, N, L, algorithm=name, **kw))
+                  for name in ("ring", "hierarchical")}  # fmt: skip
+        top = max(float(np.max(c)) for c in curves.values()) if N * L > 1 else 0.0
+        top = max(top, kw["bandwidth_inter"])
+        scale, unit = (1e9, "GB/s") if top >= 1e9 else (1e6, "MB/s")  # tick labels of at most 4 digits
         for name, color in (("ring", "#1f77b4"), ("hierarchical", "#d62728")):
-            t = two_level_allreduce_time(_SIZES, N, L, algorithm=name, **kw)
-            ax.plot(_SIZES, bus_bandwidth("allreduce", _SIZES, N * L, t) / 1e9, color=color,
-                    label="flat ring" if name == "ring" else "hierarchical")  # fmt: skip
-            ax.plot([r.n_bytes], [r.busbw[name] / 1e9], "o", color=color)
-        ax.axhline(kw["bandwidth_inter"] / 1e9, color="black", linestyle=":", label="link per node")
+            ax.plot(_SIZES, curves[name] / scale, color=color, label="flat ring" if name == "ring" else "hierarchical")
+            ax.plot([r.n_bytes], [r.busbw[name] / scale], "o", color=color)
+        ax.axhline(kw["bandwidth_inter"] / scale, color="black", linestyle=":", label="link per node")
+        ax.set_ylim(0, top / scale * 1.08)  # the link's line clear of the frame
         ax.set_xscale("log")
         format_bytes_axis(ax.xaxis)
-        ax.set_xlabel("buffer per rank", fontsize=10)
-        ax.set_ylabel("bus bandwidth (GB/s)", fontsize=10)
-        ax.tick_params(labelsize=10)
-        ax.legend(fontsize=10, loc="upper left")
+        ax.set_xlabel("buffer per rank", fontsize=11)
+        ax.set_ylabel(f"bus bandwidth ({unit})", fontsize=11)
+        ax.tick_params(labelsize=11)
+        # under the axes: inside, the legend covers a curve or the link's line at some setting
+        ax.legend(fontsize=11, loc="upper center", bbox_to_anchor=(0.5, -0.2), frameon=False,
+                  ncol=2 if self.fig.narrow else 3, columnspacing=1.2, handlelength=1.8)
         self.fig.figure.tight_layout(pad=0.5)
         self.fig.render()
         self.summary.value = (

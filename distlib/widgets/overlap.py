@@ -67,11 +67,14 @@ class OverlapWidget(FigureWidget):
         self.controls = [self.layers_slider, self.backward_slider, self.grad_slider, self.profile_dropdown,
                          self.bucket_slider, self.alpha_slider, self.bandwidth_slider, self.p_slider,
                          self.overlap_buttons]
-        self.fig = FigureImage(width=500, height=220)
-        self.fig.figure.subplots_adjust(left=0.2, right=0.97, bottom=0.27, top=0.95)
+        self.fig = FigureImage(width=500, height=220, phone_height=230)
+        if self.fig.narrow:  # the row labels keep their width: the bars get less, and fewer ticks
+            self.fig.figure.subplots_adjust(left=0.3, right=0.94, bottom=0.27, top=0.95)
+        else:
+            self.fig.figure.subplots_adjust(left=0.2, right=0.96, bottom=0.27, top=0.95)
         # the headline numbers go in the HTML summary, not in a title: text is
         # what matplotlib draws slowest
-        self.picture = TimelinePicture(self.fig.ax, fast_ticks=True, title=False)
+        self.picture = TimelinePicture(self.fig.ax, fast_ticks=True, title=False, max_ticks=4 if self.fig.narrow else 6)
         self.fig.set_animated(self.picture.animated)  # the frame and row labels are drawn once
         self.summary = w.HTML()
         self.result: DDPStep | None = None
