@@ -99,7 +99,7 @@ def _jshtml(anim, width: float, height: float, **kwargs) -> str:
     fig.set_size_inches(width / pictures.CSS_DPI, height / pictures.CSS_DPI)
     fig.set_dpi(pictures.SCALE * pictures.CSS_DPI)
     pictures.enforce_min_font(fig)
-    anim._html_representation = None  # to_jshtml keeps its first answer
+    anim.__dict__.pop("_html_representation", None)  # to_jshtml keeps its first answer (if the attribute exists)
     html = anim.to_jshtml(**kwargs)
     css = f"width:{round(width)}px;max-width:100%;height:auto"
     return re.sub(r'(<img id="_anim_img\w*")', rf'\1 style="{css}"', html, count=1)
