@@ -12,6 +12,7 @@ import numpy as np
 from matplotlib.collections import PatchCollection
 from matplotlib.patches import FancyArrowPatch, Rectangle
 
+from ..pictures import MIN_FONT_PT
 from ..ring import REDUCE_SCATTER, RingTrace, ring_bytes_per_rank
 
 __all__ = [
@@ -196,15 +197,21 @@ class StepBars:
 
     The x axis is the share of the step *without* overlap, so it never
     rescales: widgets redraw only the bars and labels (fast blitting), and
-    the overlap bar's length is directly the step time saved.
+    the overlap bar's length is directly the step time saved. A time is
+    written inside its bar where it fits, else just after the bar's lane in
+    the overlap row. The legend sits at the bottom of the figure, under the
+    axis label; ``narrow`` (a phone's picture) breaks the title into three
+    lines instead of two.
     """
 
-    def __init__(self, ax):
+    def __init__(self, ax, *, narrow: bool = False):
         self.ax = ax
+        self.narrow = narrow
         ax.set_xlim(0, 1.0)
         ax.set_ylim(-0.5, 1.5)
-        ax.set_yticks([1, 0], ["no overlap", "perfect overlap"])
-        ax.set_xlabel("share of the step time without overlap")
+        ax.set_yticks([1, 0], ["no\noverlap", "perfect\noverlap"])
+        ax.set_xticks([0, 0.25, 0.5, 0.75, 1.0])
+        ax.set_xlabel("share of the step without overlap")
         ax.xaxis.set_major_formatter(lambda x, pos: f"{x:.0%}")
         green, red = "#2ca02c", "#d62728"
         self.comp0 = ax.barh(1, 0.5, height=0.7, color=green, label="compute")[0]
@@ -212,12 +219,34 @@ class StepBars:
         # with overlap the two run side by side: two lanes in one row
         self.comp1 = ax.barh(0.18, 0.5, height=0.34, color=green)[0]
         self.comm1 = ax.barh(-0.18, 0.5, height=0.34, color=red)[0]
-        kw = dict(va="center", ha="center", fontsize=8, color="white", fontweight="bold")
+        kw = dict(va="center", ha="center", fontsize=MIN_FONT_PT, color="white", fontweight="bold")
         self.labels = [ax.text(0, 1, "", **kw), ax.text(0, 1, "", **kw),
-                       ax.text(0, 0, "", ha="left", va="center", fontsize=8)]
-        self.title = ax.set_title("", fontsize=9)
-        ax.legend(loc="lower center", fontsize=7, ncols=2, bbox_to_anchor=(0.5, 1.08), frameon=False)
+                       ax.text(0, 0, "", ha="left", va="center", fontsize=MIN_FONT_PT)]
+        self.title = ax.set_title("", fontsize=MIN_FONT_PT)
+        ax.legend(loc="lower center", ncols=2, bbox_to_anchor=(0.5, 0.0), bbox_transform=ax.figure.transFigure,
+                  frameon=False, fontsize=MIN_FONT_PT, borderaxespad=0.2)
         self.dynamic_artists = [self.comp0, self.comm0, self.comp1, self.comm1, *self.labels, self.title]
+
+    def _fits(self, text: str, share: float, *, bold: bool = True) -> bool:
+        """Whether ``text`` fits in a bar ``share`` of the axes wide (estimated, no layout pass)."""
+        fig = self.ax.figure
+        axes_pt = self.ax.get_position().width * fig.get_figwidth() * 72
+        text_pt = len(text) * MIN_FONT_PT * (0.68 if bold else 0.6) + 6
+        return share * axes_pt >= text_pt
+
+    def _place(self, label, text, *, inside_x, share, lane_y, color):
+        """Write ``text`` inside its no-overlap bar, or after its lane in the overlap row."""
+        if self._fits(text, share):
+            label.set_position((inside_x, 1))
+            label.set_ha("center")
+            label.set_color("white")
+            label.set_fontweight("bold")
+        else:
+            label.set_position((share + 0.01, lane_y))
+            label.set_ha("left")
+            label.set_color(color)
+            label.set_fontweight("normal")
+        label.set_text(text)
 
     def update(self, step):
         from ..fmt import fmt_seconds
@@ -230,16 +259,21 @@ class StepBars:
         self.comm0.set_width(fm)
         self.comp1.set_width(fc)
         self.comm1.set_width(fm)
-        self.labels[0].set_position((fc / 2, 1))
-        self.labels[0].set_text(str(fmt_seconds(comp)) if fc > 0.12 else "")
-        self.labels[1].set_position((fc + fm / 2, 1))
-        self.labels[1].set_text(str(fmt_seconds(comm)) if fm > 0.12 else "")
+        self._place(self.labels[0], str(fmt_seconds(comp)), inside_x=fc / 2, share=fc, lane_y=0.18,
+                    color="#1b7a1b")
+        self._place(self.labels[1], str(fmt_seconds(comm)), inside_x=fc + fm / 2, share=fm, lane_y=-0.18,
+                    color="#d62728")
         longer = max(fc, fm)
-        self.labels[2].set_position((min(longer + 0.01, 0.8), 0))
-        self.labels[2].set_text(f"step {fmt_seconds(max(comp, comm))}" if longer < 0.8 else "")
+        step_text = f"step {fmt_seconds(max(comp, comm))}"
+        self.labels[2].set_position((longer + 0.02, 0))
+        # only where the row has room for it, and no lane's time is written there already
+        no_room = not self._fits(step_text, 1 - longer - 0.02, bold=False)
+        moved = any(lab.get_ha() == "left" for lab in self.labels[:2])
+        self.labels[2].set_text("" if no_room or moved else step_text)
         verdict = "communication-bound" if step.communication_bound else "compute-bound"
-        self.title.set_text(f"{verdict}: GPU busy {step.utilization_no_overlap:.0%} without overlap, "
-                            f"{step.utilization_overlap:.0%} with")
+        no, yes = f"{step.utilization_no_overlap:.0%}", f"{step.utilization_overlap:.0%}"
+        sep = ",\n" if self.narrow else ", "
+        self.title.set_text(f"{verdict}\nGPU busy {no} without overlap{sep}{yes} with")
         self.title.set_color("#d62728" if step.communication_bound else "#2ca02c")
         return self
 
