@@ -12,7 +12,7 @@ import numpy as np
 from matplotlib.collections import PatchCollection
 from matplotlib.patches import FancyArrowPatch, Rectangle
 
-from ..pictures import MIN_FONT_PT
+from ..pictures import MIN_FONT_PT, phone_layout
 from ..ring import REDUCE_SCATTER, RingTrace, ring_bytes_per_rank
 
 __all__ = [
@@ -74,11 +74,12 @@ class RingPicture:
         cell = box / cols
         self.box = box
         patches, self.cell_xy = [], []
+        arcs = self._arcs(box)
         for r in range(p):
             cx, cy = self.centers[r]
             x0, y0 = cx - box / 2, cy + rows * cell / 2
-            self._static.append(ax.text(cx, y0 + 0.02, f"GPU {r}", ha="center", va="bottom",
-                                        fontsize=8 if p <= 8 else 7))
+            xy, ha, va = _label_place(self.centers[r], box / 2, rows * cell / 2, arcs)
+            self._static.append(ax.text(*xy, f"GPU {r}", ha=ha, va=va, fontsize=MIN_FONT_PT))
             for c in range(p):
                 i, j = divmod(c, cols)
                 xy = (x0 + j * cell, y0 - (i + 1) * cell)
@@ -91,11 +92,7 @@ class RingPicture:
             for x, y in self.cell_xy:
                 self.labels.append(ax.text(x, y, "", ha="center", va="center", fontsize=7))
         self.arrows, self._tag_xy = [], []
-        for r in range(p if p > 1 else 0):
-            a, b = self.centers[r], self.centers[(r + 1) % p]
-            u = (b - a) / np.linalg.norm(b - a)
-            gap = 0.62 * box if p > 2 else 0.4 * box
-            start, end = a + gap * u, b - gap * u
+        for start, end in arcs:
             d = end - start
             # Midpoint of matplotlib's arc3 Bezier: where the chunk's tag sits.
             self._tag_xy.append((start + end) / 2 + 0.5 * _RAD * np.array([d[1], -d[0]]))
@@ -114,6 +111,16 @@ class RingPicture:
         self._static.extend(a for a in self.dynamic_artists if a is not self.title)
         self.step = None
         self.set_step(0)
+
+    def _arcs(self, box: float) -> list:
+        """Start and end point of each arrow, GPU r to GPU r + 1."""
+        p, out = self.p, []
+        for r in range(p if p > 1 else 0):
+            a, b = self.centers[r], self.centers[(r + 1) % p]
+            u = (b - a) / np.linalg.norm(b - a)
+            gap = 0.62 * box if p > 2 else 0.4 * box
+            out.append((a + gap * u, b - gap * u))
+        return out
 
     def remove(self) -> None:
         """Take this picture off its axes (cheaper than clearing the axes)."""
@@ -153,6 +160,49 @@ class RingPicture:
         return self
 
 
+#: A "GPU r" label's size in data units (11 pt on a ring drawn 300 to 420 px across), with a margin.
+_LABEL_W, _LABEL_H = 0.36, 0.14
+
+
+def _arc_points(start, end, n: int = 24) -> np.ndarray:
+    """Points along matplotlib's arc3 curve from ``start`` to ``end`` (a quadratic Bezier)."""
+    d = end - start
+    ctrl = (start + end) / 2 + _RAD * np.array([d[1], -d[0]])
+    t = np.linspace(0, 1, n)[:, None]
+    return (1 - t) ** 2 * start + 2 * (1 - t) * t * ctrl + t**2 * end
+
+
+def _label_place(center, half_w: float, half_h: float, arcs) -> tuple:
+    """Where a GPU's name goes: above its box unless an arrow passes there, else below or beside it.
+
+    Returns ``((x, y), ha, va)``: the candidate spot whose box keeps farthest
+    from every arrow, preferring above, then below, then the side facing the
+    ring's centre (arrows bulge outwards).
+    """
+    cx, cy = center
+    inward = -1.0 if cx > 0 else 1.0
+    gap = 0.03
+    candidates = [  # (anchor, ha, va, label box centre)
+        ((cx, cy + half_h + gap), "center", "bottom", (cx, cy + half_h + gap + _LABEL_H / 2)),
+        ((cx, cy - half_h - gap), "center", "top", (cx, cy - half_h - gap - _LABEL_H / 2)),
+        ((cx + inward * (half_w + gap), cy), "left" if inward > 0 else "right", "center",
+         (cx + inward * (half_w + gap + _LABEL_W / 2), cy)),
+    ]
+    pts = np.concatenate([_arc_points(a, b) for a, b in arcs]) if arcs else np.zeros((0, 2))
+
+    def clearance(box_center):
+        if not len(pts):
+            return np.inf
+        dx = np.maximum(np.abs(pts[:, 0] - box_center[0]) - _LABEL_W / 2, 0)
+        dy = np.maximum(np.abs(pts[:, 1] - box_center[1]) - _LABEL_H / 2, 0)
+        return float(np.hypot(dx, dy).min())
+
+    clear = [clearance(c[3]) for c in candidates]
+    best = next((i for i, c in enumerate(clear) if c >= 0.06), int(np.argmax(clear)))
+    anchor, ha, va, _ = candidates[best]
+    return anchor, ha, va
+
+
 def plot_ring_state(ax, trace: RingTrace, step: int = 0) -> RingPicture:
     """Draw the ring of ``trace`` after ``step`` steps (see :class:`RingPicture`)."""
     return RingPicture(ax, trace).set_step(step)
@@ -166,6 +216,7 @@ def animate_ring(trace: RingTrace, *, figsize=(4.2, 4.2), dpi=80, interval=700):
     fig = Figure(figsize=figsize, dpi=dpi)
     ax = fig.add_subplot()
     pic = RingPicture(ax, trace)
+    phone_layout(fig, height=360)  # the ring is square: as tall as a phone's column is wide, and a title
 
     def frame(i):
         pic.set_step(i)
@@ -300,5 +351,23 @@ def plot_step_vs_p(ax, steps) -> list:
     ax.set_xlabel("GPUs, p (same tokens per GPU)")
     ax.set_ylabel("seconds per step")
     ax.set_ylim(0, max(comp.max(), comm.max()) * 1.1)
-    ax.legend(fontsize=8, loc="lower right")
+    # under the axes: inside, it would cover one of the curves, wherever they cross
+    _legend_below(ax, ncols=3)
+    phone_layout(ax.figure, height=400, adjust=_legend_one_column)
     return lines
+
+
+def _legend_below(ax, *, ncols: int):
+    """The legend under the axes, below the axis label: inside, it would cover a curve."""
+    from matplotlib.transforms import ScaledTranslation
+
+    below = ax.transAxes + ScaledTranslation(0, -0.5, ax.figure.dpi_scale_trans)  # ticks and label: ~0.5 in
+    return ax.legend(loc="upper center", bbox_to_anchor=(0.5, 0), bbox_transform=below, ncols=ncols,
+                     frameon=False)
+
+
+def _legend_one_column(fig):
+    """On a phone, a legend under the axes takes one column (two do not fit 328 px)."""
+    for ax in fig.axes:
+        if ax.get_legend() is not None:
+            _legend_below(ax, ncols=1)
