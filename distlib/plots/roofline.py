@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from matplotlib.transforms import ScaledTranslation, blended_transform_factory
+
 from ..fmt import fmt_flops
+from ..pictures import MIN_FONT_PT
 from ..roofline import Operation, Placement, Roof, attainable_flops, place, roof
 
 __all__ = ["plot_roofline", "RooflinePicture", "ROOF_COLORS"]
@@ -158,11 +161,16 @@ class RooflinePicture:
     """Every roof drawn once, faintly; one highlighted roof and one operation move.
 
     Axes are fixed (``xlim``, ``ylim``), so :meth:`update` changes only
-    artists in :attr:`dynamic_artists` and the widget can blit.
+    artists in :attr:`dynamic_artists` and the widget can blit. The chosen
+    chip's ridge and the operation's verdict are written in two lines over
+    the axes, centred on the figure (inside, they lay on the grey roofs);
+    ``narrow`` (a phone's picture) breaks the verdict into two lines. Give
+    the axes' title a ``pad`` of :attr:`notes_pad` points to leave them room.
     """
 
-    def __init__(self, ax, specs, *, xlim=(1e-2, 1e5), ylim=(1e10, 1e16)):
+    def __init__(self, ax, specs, *, xlim=(1e-2, 1e5), ylim=(1e10, 1e16), narrow: bool = False):
         self.ax = ax
+        self.narrow = narrow
         self.roofs = [roof(s) for s in _as_specs(specs)]
         self.xlim, self.ylim = xlim, ylim
         ax.set_xscale("log")
@@ -172,16 +180,28 @@ class RooflinePicture:
             ax.plot(x, y, color="0.8", linewidth=1)
         ax.set_xlim(*xlim)
         ax.set_ylim(*ylim)
-        ax.set_xlabel("arithmetic intensity (FLOP/byte)", fontsize=8)
-        ax.set_ylabel("attainable FLOP/s (dense BF16)", fontsize=8)
-        ax.tick_params(labelsize=8)
+        ax.set_xlabel("arithmetic intensity (FLOP/byte)", fontsize=MIN_FONT_PT)
+        ax.set_ylabel("attainable FLOP/s (dense BF16)", fontsize=MIN_FONT_PT)
+        ax.tick_params(labelsize=MIN_FONT_PT)
         ax.grid(True, which="major", alpha=0.3)
         (self.roof_line,) = ax.plot([], [], color="#1f77b4", linewidth=2.5)
         (self.ridge_dot,) = ax.plot([], [], "o", color="#1f77b4", markersize=6)
-        self.ridge_text = ax.text(1, 1, "", fontsize=8, ha="right", va="bottom", color="#1f77b4")
         (self.guide,) = ax.plot([], [], ":", color="0.4", linewidth=1)
         (self.op_dot,) = ax.plot([], [], "s", markersize=8, zorder=5)
-        self.op_text = ax.text(1, 1, "", fontsize=8, ha="left", va="top")
+        fig = ax.figure
+
+        def above(points):  # x: the figure's centre; y: this many points over the axes
+            return blended_transform_factory(
+                fig.transFigure, ax.transAxes + ScaledTranslation(0, points / 72, fig.dpi_scale_trans))
+
+        line = MIN_FONT_PT * 1.25
+        op_lines = 2 if narrow else 1
+        self.op_text = ax.text(0.5, 1, "", fontsize=MIN_FONT_PT, ha="center", va="bottom", transform=above(4),
+                               linespacing=1.1)
+        self.ridge_text = ax.text(0.5, 1, "", fontsize=MIN_FONT_PT, ha="center", va="bottom", color="#1f77b4",
+                                  transform=above(4 + op_lines * line))
+        #: points between the axes and a title over the notes
+        self.notes_pad = 4 + (op_lines + 1) * line + 4
 
     @property
     def dynamic_artists(self) -> list:
@@ -194,24 +214,16 @@ class RooflinePicture:
         x, y = _roof_xy(r, self.xlim)
         self.roof_line.set_data(x, y)
         self.ridge_dot.set_data([r.ridge_point], [r.peak_flops])
-        self.ridge_text.set_position((r.ridge_point, r.peak_flops * 1.4))
-        self.ridge_text.set_text(f"{r.name}: ridge {r.ridge_point:.0f} FLOP/B")
+        self.ridge_text.set_text(f"{r.name} (blue): ridge at {r.ridge_point:.0f} FLOP/B")
         xi = min(max(op.intensity, self.xlim[0]), self.xlim[1])
         yi = min(max(pl.attainable_flops, self.ylim[0]), self.ylim[1])
         self.guide.set_data([xi, xi], [self.ylim[0], yi])
         color = "#d62728" if pl.bound == "memory" else "#2ca02c"
         self.op_dot.set_data([xi], [yi])
         self.op_dot.set_color(color)
-        # Below the roof is empty: write there, to the right of a point on the slope,
-        # under a point on the flat part, never off the right edge.
-        near_right = xi > self.xlim[1] / 300
-        if pl.bound == "memory" and not near_right:
-            self.op_text.set_position((xi * 1.6, yi / 2.5))
-            self.op_text.set_ha("left")
-        else:
-            self.op_text.set_position((xi, yi / 2.5))
-            self.op_text.set_ha("right" if near_right else "left")
         self.op_text.set_color(color)
         # short: every glyph costs time on each redraw; the widget's text has the details
-        self.op_text.set_text(f"{op.intensity:.3g} FLOP/B: {pl.bound}-bound\n{fmt_flops(pl.attainable_flops)}")
+        x = f"{op.intensity:,.0f}" if op.intensity >= 1000 else f"{op.intensity:.3g}"
+        sep = "\n" if self.narrow else ", "
+        self.op_text.set_text(f"\u25a0 {x} FLOP/B: {pl.bound}-bound{sep}{fmt_flops(pl.attainable_flops)}")
         return pl
