@@ -200,3 +200,32 @@ def test_walls_widget_writes_the_chips_hbm_over_the_axes_not_beside_the_tick():
     ylabel = wdg.mem_ax.yaxis.label.get_window_extent(renderer)
     assert not text.get_window_extent(renderer).overlaps(ylabel)
     assert [t.get_text() for t in wdg.mem_ax.get_xticklabels()] == ["0", "1", "2", "3"]
+
+
+def test_plot_roofline_legend_goes_under_the_axes_in_short_lines():
+    from distlib.plots.roofline import _LINE_MAX, plot_roofline
+
+    ax = _axes()
+    plot_roofline(ax, ["H100", "A100"], dl.example_operations())
+    leg = ax.get_legend()
+    texts = [t.get_text() for t in leg.texts]
+    assert leg._loc == 9  # "upper center", hung from under the axes
+    assert all(len(line) <= _LINE_MAX for t in texts for line in t.split("\n"))
+    assert "attention untiled\n(seq 4096, 32x128): 62.7 FLOP/B" in texts  # broken before the parenthesis
+    assert ax.figure._distlib_phone["adjust"] is not None  # one column on a phone
+
+
+def test_roofline_widget_notes_sit_between_the_axes_and_the_title():
+    from distlib.widgets.roofline import RooflineWidget
+
+    wdg = RooflineWidget(accelerator="H100", n=1024)
+    renderer = wdg.fig.canvas.get_renderer()
+    axes = wdg.fig.ax.get_window_extent(renderer)
+    title = wdg.fig.ax.title.get_window_extent(renderer)
+    notes = [wdg.picture.ridge_text.get_window_extent(renderer), wdg.picture.op_text.get_window_extent(renderer)]
+    assert wdg.picture.op_text.get_text().endswith("compute-bound, 990 TFLOP/s")
+    for box in notes:
+        assert axes.y1 <= box.y0 and box.y1 <= title.y0  # over the axes, under the title
+        assert 0 <= box.x0 and box.x1 <= wdg.fig.figure.bbox.width  # inside the picture
+    assert notes[1].y1 <= notes[0].y0  # the verdict under the ridge
+    assert title.x0 >= 0 and title.x1 <= wdg.fig.figure.bbox.width

@@ -381,6 +381,7 @@ def legend_below(ax, handles, *, lines: int = 1, ncols: int = 2):
 
 def legends_one_column(fig):
     """Phone layout: legends under the axes in one column (two columns are wider than 328 px)."""
+    _constrained(fig)
     for ax in fig.axes:
         leg = ax.get_legend()
         if leg is not None and hasattr(leg, "_distlib_lines"):
@@ -389,3 +390,11 @@ def legends_one_column(fig):
                 h.set_label(t.get_text())
             legend_below(ax, [h for h, t in zip(handles, leg.texts) if t.get_visible()],
                          lines=leg._distlib_lines, ncols=1)
+
+
+def _constrained(fig) -> None:
+    """Lay the phone copy out again (a chapter's tight_layout() left the wide figure's margins on it)."""
+    try:
+        fig.set_layout_engine("constrained")
+    except RuntimeError:  # a layout engine that cannot be swapped: keep it
+        pass
