@@ -216,6 +216,7 @@ def animate_ring(trace: RingTrace, *, figsize=(4.2, 4.2), dpi=80, interval=700):
     fig = Figure(figsize=figsize, dpi=dpi)
     ax = fig.add_subplot()
     pic = RingPicture(ax, trace)
+    fig.subplots_adjust(left=0.01, right=0.99, bottom=0.01, top=0.93)  # the ring fills the frame, as in the widget
     phone_layout(fig, height=360)  # the ring is square: as tall as a phone's column is wide, and a title
 
     def frame(i):
