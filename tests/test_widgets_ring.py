@@ -129,3 +129,18 @@ def test_step_bars_write_a_time_after_its_lane_when_the_bar_is_too_short():
     bars.update(slow)
     assert comm.get_ha() == "center" and step.get_text().startswith("step ")
     assert "\n" in bars.title.get_text()  # verdict on its own line
+
+
+def test_ring_animation_comes_twice_in_the_static_book(monkeypatch, tmp_path):
+    """The book's player and its phone twin: both drawn (to_jshtml must not answer from its cache)."""
+    import distlib as dl
+    from distlib.plots import animation_html
+    from distlib.plots.ring import animate_ring
+
+    monkeypatch.setenv("DISTLIB_STATIC_WIDGETS", str(tmp_path))
+    anim = animate_ring(dl.simulate_ring_allreduce(np.ones((4, 8), dtype=np.float32)))
+    html = animation_html(anim, default_mode="loop")
+    wide, narrow = html.split('class="distlib-only-narrow"')
+    assert "width:403px" in wide and "width:328px" in narrow  # 4.2 in at 96 px per inch; a phone's column
+    assert wide.count("data:image/png") == narrow.count("data:image/png") == 7  # every step of p = 4
+    assert anim._fig.get_size_inches()[0] == pytest.approx(4.2)  # the figure is given back as it was
