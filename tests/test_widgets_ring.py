@@ -80,3 +80,67 @@ def test_ring_widget_frame_cache_shows_the_right_frame():
     wdg.p_slider.value = 4
     wdg.step_slider.value = 3
     assert wdg.fig.image.value == third and wdg.picture.step == 3
+
+
+@pytest.mark.parametrize("p", [2, 3, 4, 6, 8, 12])
+@pytest.mark.parametrize("size_px", [(420, 440), (328, 360)])
+def test_ring_gpu_names_stay_clear_of_the_arrows(p, size_px):
+    """At 11 pt, no "GPU r" label may sit on an arrow (they did at p = 2, 6 and 8)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    import distlib as dl
+    from distlib.plots.ring import RingPicture, _arc_points
+
+    fig = Figure(figsize=(size_px[0] / 96, size_px[1] / 96), dpi=96)
+    FigureCanvasAgg(fig)
+    ax = fig.add_subplot()
+    fig.subplots_adjust(left=0.01, right=0.99, bottom=0.01, top=0.93)
+    pic = RingPicture(ax, dl.simulate_ring_allreduce(np.ones((p, 2 * p), dtype=np.float32)))
+    renderer = fig.canvas.get_renderer()
+    names = [t for t in ax.texts if t.get_text().startswith("GPU ")]
+    assert len(names) == p and all(t.get_fontsize() >= 11 for t in names)
+    curve = np.concatenate([_arc_points(a, b) for a, b in pic._arcs(pic.box)])
+    xy = ax.transData.transform(curve)
+    for t in names:
+        box = t.get_window_extent(renderer)
+        inside = (xy[:, 0] > box.x0) & (xy[:, 0] < box.x1) & (xy[:, 1] > box.y0) & (xy[:, 1] < box.y1)
+        assert not inside.any(), f"{t.get_text()} sits on an arrow at p = {p}"
+
+
+def test_step_bars_write_a_time_after_its_lane_when_the_bar_is_too_short():
+    from matplotlib.figure import Figure
+
+    from distlib.cluster import cluster_step
+    from distlib.plots.ring import StepBars
+
+    ax = Figure(figsize=(460 / 96, 260 / 96)).add_subplot()
+    bars = StepBars(ax)
+    fast = cluster_step(p=1024, params=7e9, bytes_per_value=2, link_bandwidth=344e9, flops_per_gpu=989e12,
+                        mfu=0.4, tokens_per_gpu=4096)  # all-reduce ~16% of the step: too short for its time
+    bars.update(fast)
+    comp, comm, step = bars.labels
+    assert comp.get_ha() == "center" and comp.get_position()[1] == 1  # inside the long green bar
+    assert comm.get_ha() == "left" and comm.get_position()[1] < 0  # after the red lane of the overlap row
+    assert comm.get_position()[0] > bars.comm1.get_width()
+    assert step.get_text() == ""  # no room right of the 84% lane
+    slow = cluster_step(p=1024, params=7e9, bytes_per_value=2, link_bandwidth=100e9, flops_per_gpu=989e12,
+                        mfu=0.4, tokens_per_gpu=4096)
+    bars.update(slow)
+    assert comm.get_ha() == "center" and step.get_text().startswith("step ")
+    assert "\n" in bars.title.get_text()  # verdict on its own line
+
+
+def test_ring_animation_comes_twice_in_the_static_book(monkeypatch, tmp_path):
+    """The book's player and its phone twin: both drawn (to_jshtml must not answer from its cache)."""
+    import distlib as dl
+    from distlib.plots import animation_html
+    from distlib.plots.ring import animate_ring
+
+    monkeypatch.setenv("DISTLIB_STATIC_WIDGETS", str(tmp_path))
+    anim = animate_ring(dl.simulate_ring_allreduce(np.ones((4, 8), dtype=np.float32)))
+    html = animation_html(anim, default_mode="loop")
+    wide, narrow = html.split('class="distlib-only-narrow"')
+    assert "width:403px" in wide and "width:328px" in narrow  # 4.2 in at 96 px per inch; a phone's column
+    assert wide.count("data:image/png") == narrow.count("data:image/png") == 7  # every step of p = 4
+    assert anim._fig.get_size_inches()[0] == pytest.approx(4.2)  # the figure is given back as it was

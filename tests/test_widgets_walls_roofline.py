@@ -107,7 +107,10 @@ def test_plot_memory_breakdown_draws_zero_stages_and_hbm():
     w = dl.three_walls(7e9, 1e12, chips=8, stage=2, accelerator="H100")
     ax = _axes()
     bars = plot_memory_breakdown(ax, w)
-    assert [t.get_text() for t in ax.get_xticklabels()] == ["ZeRO-0", "ZeRO-1", "ZeRO-2", "ZeRO-3"]
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["0", "1", "2", "3"]
+    assert ax.get_xlabel() == "ZeRO stage"
+    # the HBM line is named in the legend, not written over the bars
+    assert ax.get_legend().texts[-1].get_text() == f"HBM {dl.fmt_bytes(dl.accelerator('H100').hbm_bytes)}"
     assert bars.hbm_line.get_ydata()[0] == pytest.approx(dl.accelerator("H100").hbm_bytes / 1e9)  # GB
     assert bars.outline.get_visible() and bars.outline.get_x() == pytest.approx(2 - 0.3)
     # segment tops add up to each stage's total (GB)
@@ -163,3 +166,66 @@ def test_walls_widget_times_communication_with_the_cluster_model():
     assert r.cluster is not None and r.cluster.nodes > 1
     assert r.link_bandwidth < dl.accelerator("H100").link_bandwidth
     assert "NCCL reaching" in wdg.summary.value
+
+
+@pytest.mark.parametrize("height_px", [230, 300, 400])
+def test_time_ticks_keep_their_labels_apart(height_px):
+    """Named times on a 14-decade axis: a label and a half apart, days and years kept first."""
+    import math
+
+    from matplotlib.figure import Figure
+
+    from distlib.plots.walls import TimeBars
+
+    fig = Figure(figsize=(4, height_px / 96), dpi=96)
+    ax = fig.add_subplot()
+    TimeBars(ax, ylim=(1.0, 1e14))
+    ticks = list(ax.get_yticks())
+    labels = [t.get_text() for t in ax.get_yticklabels()]
+    assert {"1 s", "1 day", "1 year"} <= set(labels)
+    pt_per_decade = ax.get_position().height * fig.get_figheight() * 72 / 14
+    gaps = [math.log10(b / a) * pt_per_decade for a, b in zip(ticks, ticks[1:])]
+    assert min(gaps) >= 1.5 * 11 - 1e-6
+    if height_px >= 400:
+        assert "1 h" in labels  # room for more on a tall axis
+
+
+def test_walls_widget_writes_the_chips_hbm_over_the_axes_not_beside_the_tick():
+    from distlib.widgets.walls import WallsWidget
+
+    wdg = WallsWidget(params=7e9, tokens=1e12, accelerator="H100", chips=8)
+    text = wdg.memory.hbm_text
+    assert text.get_text() == f"HBM per chip: {dl.fmt_bytes(dl.accelerator('H100').hbm_bytes)}"
+    renderer = wdg.fig.canvas.get_renderer()
+    ylabel = wdg.mem_ax.yaxis.label.get_window_extent(renderer)
+    assert not text.get_window_extent(renderer).overlaps(ylabel)
+    assert [t.get_text() for t in wdg.mem_ax.get_xticklabels()] == ["0", "1", "2", "3"]
+
+
+def test_plot_roofline_legend_goes_under_the_axes_in_short_lines():
+    from distlib.plots.roofline import _LINE_MAX, plot_roofline
+
+    ax = _axes()
+    plot_roofline(ax, ["H100", "A100"], dl.example_operations())
+    leg = ax.get_legend()
+    texts = [t.get_text() for t in leg.texts]
+    assert leg._loc == 9  # "upper center", hung from under the axes
+    assert all(len(line) <= _LINE_MAX for t in texts for line in t.split("\n"))
+    assert "attention untiled\n(seq 4096, 32x128): 62.7 FLOP/B" in texts  # broken before the parenthesis
+    assert ax.figure._distlib_phone["adjust"] is not None  # one column on a phone
+
+
+def test_roofline_widget_notes_sit_between_the_axes_and_the_title():
+    from distlib.widgets.roofline import RooflineWidget
+
+    wdg = RooflineWidget(accelerator="H100", n=1024)
+    renderer = wdg.fig.canvas.get_renderer()
+    axes = wdg.fig.ax.get_window_extent(renderer)
+    title = wdg.fig.ax.title.get_window_extent(renderer)
+    notes = [wdg.picture.ridge_text.get_window_extent(renderer), wdg.picture.op_text.get_window_extent(renderer)]
+    assert wdg.picture.op_text.get_text().endswith("compute-bound, 990 TFLOP/s")
+    for box in notes:
+        assert axes.y1 <= box.y0 and box.y1 <= title.y0  # over the axes, under the title
+        assert 0 <= box.x0 and box.x1 <= wdg.fig.figure.bbox.width  # inside the picture
+    assert notes[1].y1 <= notes[0].y0  # the verdict under the ridge
+    assert title.x0 >= 0 and title.x1 <= wdg.fig.figure.bbox.width

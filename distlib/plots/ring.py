@@ -12,6 +12,7 @@ import numpy as np
 from matplotlib.collections import PatchCollection
 from matplotlib.patches import FancyArrowPatch, Rectangle
 
+from ..pictures import MIN_FONT_PT, phone_layout
 from ..ring import REDUCE_SCATTER, RingTrace, ring_bytes_per_rank
 
 __all__ = [
@@ -73,11 +74,12 @@ class RingPicture:
         cell = box / cols
         self.box = box
         patches, self.cell_xy = [], []
+        arcs = self._arcs(box)
         for r in range(p):
             cx, cy = self.centers[r]
             x0, y0 = cx - box / 2, cy + rows * cell / 2
-            self._static.append(ax.text(cx, y0 + 0.02, f"GPU {r}", ha="center", va="bottom",
-                                        fontsize=8 if p <= 8 else 7))
+            xy, ha, va = _label_place(self.centers[r], box / 2, rows * cell / 2, arcs)
+            self._static.append(ax.text(*xy, f"GPU {r}", ha=ha, va=va, fontsize=MIN_FONT_PT))
             for c in range(p):
                 i, j = divmod(c, cols)
                 xy = (x0 + j * cell, y0 - (i + 1) * cell)
@@ -90,11 +92,7 @@ class RingPicture:
             for x, y in self.cell_xy:
                 self.labels.append(ax.text(x, y, "", ha="center", va="center", fontsize=7))
         self.arrows, self._tag_xy = [], []
-        for r in range(p if p > 1 else 0):
-            a, b = self.centers[r], self.centers[(r + 1) % p]
-            u = (b - a) / np.linalg.norm(b - a)
-            gap = 0.62 * box if p > 2 else 0.4 * box
-            start, end = a + gap * u, b - gap * u
+        for start, end in arcs:
             d = end - start
             # Midpoint of matplotlib's arc3 Bezier: where the chunk's tag sits.
             self._tag_xy.append((start + end) / 2 + 0.5 * _RAD * np.array([d[1], -d[0]]))
@@ -113,6 +111,16 @@ class RingPicture:
         self._static.extend(a for a in self.dynamic_artists if a is not self.title)
         self.step = None
         self.set_step(0)
+
+    def _arcs(self, box: float) -> list:
+        """Start and end point of each arrow, GPU r to GPU r + 1."""
+        p, out = self.p, []
+        for r in range(p if p > 1 else 0):
+            a, b = self.centers[r], self.centers[(r + 1) % p]
+            u = (b - a) / np.linalg.norm(b - a)
+            gap = 0.62 * box if p > 2 else 0.4 * box
+            out.append((a + gap * u, b - gap * u))
+        return out
 
     def remove(self) -> None:
         """Take this picture off its axes (cheaper than clearing the axes)."""
@@ -152,6 +160,49 @@ class RingPicture:
         return self
 
 
+#: A "GPU r" label's size in data units (11 pt on a ring drawn 300 to 420 px across), with a margin.
+_LABEL_W, _LABEL_H = 0.36, 0.14
+
+
+def _arc_points(start, end, n: int = 24) -> np.ndarray:
+    """Points along matplotlib's arc3 curve from ``start`` to ``end`` (a quadratic Bezier)."""
+    d = end - start
+    ctrl = (start + end) / 2 + _RAD * np.array([d[1], -d[0]])
+    t = np.linspace(0, 1, n)[:, None]
+    return (1 - t) ** 2 * start + 2 * (1 - t) * t * ctrl + t**2 * end
+
+
+def _label_place(center, half_w: float, half_h: float, arcs) -> tuple:
+    """Where a GPU's name goes: above its box unless an arrow passes there, else below or beside it.
+
+    Returns ``((x, y), ha, va)``: the candidate spot whose box keeps farthest
+    from every arrow, preferring above, then below, then the side facing the
+    ring's centre (arrows bulge outwards).
+    """
+    cx, cy = center
+    inward = -1.0 if cx > 0 else 1.0
+    gap = 0.03
+    candidates = [  # (anchor, ha, va, label box centre)
+        ((cx, cy + half_h + gap), "center", "bottom", (cx, cy + half_h + gap + _LABEL_H / 2)),
+        ((cx, cy - half_h - gap), "center", "top", (cx, cy - half_h - gap - _LABEL_H / 2)),
+        ((cx + inward * (half_w + gap), cy), "left" if inward > 0 else "right", "center",
+         (cx + inward * (half_w + gap + _LABEL_W / 2), cy)),
+    ]
+    pts = np.concatenate([_arc_points(a, b) for a, b in arcs]) if arcs else np.zeros((0, 2))
+
+    def clearance(box_center):
+        if not len(pts):
+            return np.inf
+        dx = np.maximum(np.abs(pts[:, 0] - box_center[0]) - _LABEL_W / 2, 0)
+        dy = np.maximum(np.abs(pts[:, 1] - box_center[1]) - _LABEL_H / 2, 0)
+        return float(np.hypot(dx, dy).min())
+
+    clear = [clearance(c[3]) for c in candidates]
+    best = next((i for i, c in enumerate(clear) if c >= 0.06), int(np.argmax(clear)))
+    anchor, ha, va, _ = candidates[best]
+    return anchor, ha, va
+
+
 def plot_ring_state(ax, trace: RingTrace, step: int = 0) -> RingPicture:
     """Draw the ring of ``trace`` after ``step`` steps (see :class:`RingPicture`)."""
     return RingPicture(ax, trace).set_step(step)
@@ -165,6 +216,8 @@ def animate_ring(trace: RingTrace, *, figsize=(4.2, 4.2), dpi=80, interval=700):
     fig = Figure(figsize=figsize, dpi=dpi)
     ax = fig.add_subplot()
     pic = RingPicture(ax, trace)
+    fig.subplots_adjust(left=0.01, right=0.99, bottom=0.01, top=0.93)  # the ring fills the frame, as in the widget
+    phone_layout(fig, height=360)  # the ring is square: as tall as a phone's column is wide, and a title
 
     def frame(i):
         pic.set_step(i)
@@ -196,15 +249,21 @@ class StepBars:
 
     The x axis is the share of the step *without* overlap, so it never
     rescales: widgets redraw only the bars and labels (fast blitting), and
-    the overlap bar's length is directly the step time saved.
+    the overlap bar's length is directly the step time saved. A time is
+    written inside its bar where it fits, else just after the bar's lane in
+    the overlap row. The legend sits at the bottom of the figure, under the
+    axis label; ``narrow`` (a phone's picture) breaks the title into three
+    lines instead of two.
     """
 
-    def __init__(self, ax):
+    def __init__(self, ax, *, narrow: bool = False):
         self.ax = ax
+        self.narrow = narrow
         ax.set_xlim(0, 1.0)
         ax.set_ylim(-0.5, 1.5)
-        ax.set_yticks([1, 0], ["no overlap", "perfect overlap"])
-        ax.set_xlabel("share of the step time without overlap")
+        ax.set_yticks([1, 0], ["no\noverlap", "perfect\noverlap"])
+        ax.set_xticks([0, 0.25, 0.5, 0.75, 1.0])
+        ax.set_xlabel("share of the step without overlap")
         ax.xaxis.set_major_formatter(lambda x, pos: f"{x:.0%}")
         green, red = "#2ca02c", "#d62728"
         self.comp0 = ax.barh(1, 0.5, height=0.7, color=green, label="compute")[0]
@@ -212,12 +271,34 @@ class StepBars:
         # with overlap the two run side by side: two lanes in one row
         self.comp1 = ax.barh(0.18, 0.5, height=0.34, color=green)[0]
         self.comm1 = ax.barh(-0.18, 0.5, height=0.34, color=red)[0]
-        kw = dict(va="center", ha="center", fontsize=8, color="white", fontweight="bold")
+        kw = dict(va="center", ha="center", fontsize=MIN_FONT_PT, color="white", fontweight="bold")
         self.labels = [ax.text(0, 1, "", **kw), ax.text(0, 1, "", **kw),
-                       ax.text(0, 0, "", ha="left", va="center", fontsize=8)]
-        self.title = ax.set_title("", fontsize=9)
-        ax.legend(loc="lower center", fontsize=7, ncols=2, bbox_to_anchor=(0.5, 1.08), frameon=False)
+                       ax.text(0, 0, "", ha="left", va="center", fontsize=MIN_FONT_PT)]
+        self.title = ax.set_title("", fontsize=MIN_FONT_PT)
+        ax.legend(loc="lower center", ncols=2, bbox_to_anchor=(0.5, 0.0), bbox_transform=ax.figure.transFigure,
+                  frameon=False, fontsize=MIN_FONT_PT, borderaxespad=0.2)
         self.dynamic_artists = [self.comp0, self.comm0, self.comp1, self.comm1, *self.labels, self.title]
+
+    def _fits(self, text: str, share: float, *, bold: bool = True) -> bool:
+        """Whether ``text`` fits in a bar ``share`` of the axes wide (estimated, no layout pass)."""
+        fig = self.ax.figure
+        axes_pt = self.ax.get_position().width * fig.get_figwidth() * 72
+        text_pt = len(text) * MIN_FONT_PT * (0.68 if bold else 0.6) + 6
+        return share * axes_pt >= text_pt
+
+    def _place(self, label, text, *, inside_x, share, lane_y, color):
+        """Write ``text`` inside its no-overlap bar, or after its lane in the overlap row."""
+        if self._fits(text, share):
+            label.set_position((inside_x, 1))
+            label.set_ha("center")
+            label.set_color("white")
+            label.set_fontweight("bold")
+        else:
+            label.set_position((share + 0.01, lane_y))
+            label.set_ha("left")
+            label.set_color(color)
+            label.set_fontweight("normal")
+        label.set_text(text)
 
     def update(self, step):
         from ..fmt import fmt_seconds
@@ -230,16 +311,21 @@ class StepBars:
         self.comm0.set_width(fm)
         self.comp1.set_width(fc)
         self.comm1.set_width(fm)
-        self.labels[0].set_position((fc / 2, 1))
-        self.labels[0].set_text(str(fmt_seconds(comp)) if fc > 0.12 else "")
-        self.labels[1].set_position((fc + fm / 2, 1))
-        self.labels[1].set_text(str(fmt_seconds(comm)) if fm > 0.12 else "")
+        self._place(self.labels[0], str(fmt_seconds(comp)), inside_x=fc / 2, share=fc, lane_y=0.18,
+                    color="#1b7a1b")
+        self._place(self.labels[1], str(fmt_seconds(comm)), inside_x=fc + fm / 2, share=fm, lane_y=-0.18,
+                    color="#d62728")
         longer = max(fc, fm)
-        self.labels[2].set_position((min(longer + 0.01, 0.8), 0))
-        self.labels[2].set_text(f"step {fmt_seconds(max(comp, comm))}" if longer < 0.8 else "")
+        step_text = f"step {fmt_seconds(max(comp, comm))}"
+        self.labels[2].set_position((longer + 0.02, 0))
+        # only where the row has room for it, and no lane's time is written there already
+        no_room = not self._fits(step_text, 1 - longer - 0.02, bold=False)
+        moved = any(lab.get_ha() == "left" for lab in self.labels[:2])
+        self.labels[2].set_text("" if no_room or moved else step_text)
         verdict = "communication-bound" if step.communication_bound else "compute-bound"
-        self.title.set_text(f"{verdict}: GPU busy {step.utilization_no_overlap:.0%} without overlap, "
-                            f"{step.utilization_overlap:.0%} with")
+        no, yes = f"{step.utilization_no_overlap:.0%}", f"{step.utilization_overlap:.0%}"
+        sep = ",\n" if self.narrow else ", "
+        self.title.set_text(f"{verdict}\nGPU busy {no} without overlap{sep}{yes} with")
         self.title.set_color("#d62728" if step.communication_bound else "#2ca02c")
         return self
 
@@ -266,5 +352,32 @@ def plot_step_vs_p(ax, steps) -> list:
     ax.set_xlabel("GPUs, p (same tokens per GPU)")
     ax.set_ylabel("seconds per step")
     ax.set_ylim(0, max(comp.max(), comm.max()) * 1.1)
-    ax.legend(fontsize=8, loc="lower right")
+    # under the axes: inside, it would cover one of the curves, wherever they cross
+    _legend_below(ax, ncols=3)
+    phone_layout(ax.figure, height=400, adjust=_legend_one_column)
     return lines
+
+
+def _legend_below(ax, *, ncols: int):
+    """The legend under the axes, below the axis label: inside, it would cover a curve."""
+    from matplotlib.transforms import ScaledTranslation
+
+    below = ax.transAxes + ScaledTranslation(0, -0.5, ax.figure.dpi_scale_trans)  # ticks and label: ~0.5 in
+    return ax.legend(loc="upper center", bbox_to_anchor=(0.5, 0), bbox_transform=below, ncols=ncols,
+                     frameon=False)
+
+
+def _legend_one_column(fig):
+    """On a phone, a legend under the axes takes one column (two do not fit 328 px)."""
+    _constrained(fig)
+    for ax in fig.axes:
+        if ax.get_legend() is not None:
+            _legend_below(ax, ncols=1)
+
+
+def _constrained(fig) -> None:
+    """Lay the phone copy out again (a chapter's tight_layout() left the wide figure's margins on it)."""
+    try:
+        fig.set_layout_engine("constrained")
+    except RuntimeError:  # a layout engine that cannot be swapped: keep it
+        pass

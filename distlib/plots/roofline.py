@@ -9,7 +9,12 @@ from __future__ import annotations
 
 import numpy as np
 
+import textwrap
+
+from matplotlib.transforms import ScaledTranslation, blended_transform_factory
+
 from ..fmt import fmt_flops
+from ..pictures import MIN_FONT_PT, phone_layout
 from ..roofline import Operation, Placement, Roof, attainable_flops, place, roof
 
 __all__ = ["plot_roofline", "RooflinePicture", "ROOF_COLORS"]
@@ -82,6 +87,10 @@ def plot_roofline(ax, specs, operations=(), measured=None, *, xlim=None, ylim=No
         Name each operation in the legend (distinct markers), next to its
         point, or not at all.
 
+    The legend goes under the axes in two columns, its long entries broken
+    over two lines; on a phone (:func:`distlib.pictures.phone_layout`) it
+    takes one column and the figure grows to hold it.
+
     Returns
     -------
     dict
@@ -111,7 +120,7 @@ def plot_roofline(ax, specs, operations=(), measured=None, *, xlim=None, ylim=No
     for i, r in enumerate(roofs):
         color = ROOF_COLORS[i % len(ROOF_COLORS)]
         x, y = _roof_xy(r, xlim)
-        (line,) = ax.plot(x, y, color=color, linewidth=2, label=f"{r.name}: ridge {r.ridge_point:.0f} FLOP/B")
+        (line,) = ax.plot(x, y, color=color, linewidth=2, label=_entry(r.name, f"ridge {r.ridge_point:.0f} FLOP/B"))
         out["roofs"].append(line)
         (dot,) = ax.plot([r.ridge_point], [r.peak_flops], "o", color=color, markersize=5)
         out["ridges"].append(dot)
@@ -120,7 +129,7 @@ def plot_roofline(ax, specs, operations=(), measured=None, *, xlim=None, ylim=No
         pl = place(o, first)
         color = "#d62728" if pl.bound == "memory" else "#2ca02c"
         marker = _OP_MARKERS[j % len(_OP_MARKERS)]
-        label = f"{o.name}: {o.intensity:.3g} FLOP/B" if label_ops == "legend" else None
+        label = _entry(o.name, f"{_intensity(o.intensity)} FLOP/B") if label_ops == "legend" else None
         (pt,) = ax.plot([o.intensity], [pl.attainable_flops], marker, color=color, markersize=6, zorder=5,
                         markeredgecolor="black", markeredgewidth=0.5, linestyle="none", label=label)
         out["operations"].append(pt)
@@ -130,7 +139,7 @@ def plot_roofline(ax, specs, operations=(), measured=None, *, xlim=None, ylim=No
     for r in m_roofs:
         x, y = _roof_xy(r, xlim)
         (line,) = ax.plot(x, y, color="black", linestyle="--", linewidth=1.5,
-                          label=f"{r.name} (measured): ridge {r.ridge_point:.1f} FLOP/B")
+                          label=_entry(f"{r.name} (measured)", f"ridge {r.ridge_point:.1f} FLOP/B"))
         out["measured"].append(line)
     for label, bw in m_slopes:
         x = np.array(xlim, dtype=float)
@@ -141,28 +150,87 @@ def plot_roofline(ax, specs, operations=(), measured=None, *, xlim=None, ylim=No
         out["measured"].append(pt)
     ax.set_xlim(*xlim)
     ax.set_ylim(*ylim)
-    ax.set_xlabel("arithmetic intensity (FLOP per byte of HBM traffic)", fontsize=8)
-    ax.set_ylabel("attainable FLOP/s", fontsize=8)
-    ax.tick_params(labelsize=8)
+    ax.set_xlabel("arithmetic intensity\n(FLOP per byte of HBM traffic)", fontsize=MIN_FONT_PT)
+    ax.set_ylabel("attainable FLOP/s", fontsize=MIN_FONT_PT)
+    ax.tick_params(labelsize=MIN_FONT_PT)
     ax.grid(True, which="major", alpha=0.3)
-    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7, frameon=False)
+    for artist in ax.get_lines():  # any long line left (a device's name): broken at spaces
+        label = artist.get_label()
+        if not label.startswith("_"):
+            artist.set_label("\n".join(textwrap.fill(part, _LINE_MAX, break_long_words=False)
+                                        for part in label.split("\n")))
+    leg = _legend_below(ax, ncols=2)
+    entries = len(leg.texts) + sum(t.get_text().count("\n") for t in leg.texts)
+    # on a phone: one column, and the figure as much taller as its lines need
+    phone_layout(ax.figure, height=ax.figure.get_figheight() * 96 * 0.6 + 19 * entries + 20,
+                 adjust=_legend_one_column)
     if operations:
         ax.set_title(title or f"operations placed on {first.name} (red: memory-bound, green: compute-bound)",
-                     fontsize=9)
+                     fontsize=MIN_FONT_PT)
     elif title:
-        ax.set_title(title, fontsize=9)
+        ax.set_title(title, fontsize=MIN_FONT_PT)
     return out
+
+
+#: Legend entries longer than this many characters take two lines ("name:" and the value).
+_LABEL_WIDTH = 30
+#: The most characters on one line of a legend entry (a phone's column holds about 38).
+_LINE_MAX = 36
+
+
+def _entry(name: str, value: str) -> str:
+    """A legend entry: ``name: value`` on one line if short, else on two.
+
+    A name too long for a line breaks before its parenthesis, and the value
+    follows the parenthesis where it fits.
+    """
+    one = f"{name}: {value}"
+    if len(one) <= _LABEL_WIDTH:
+        return one
+    head, paren, rest = name.partition(" (")
+    if len(name) + 1 > _LINE_MAX and paren:
+        tail = f"({rest}: {value}"
+        return f"{head}\n{tail}" if len(tail) <= _LINE_MAX else f"{head}\n({rest}:\n{value}"
+    return f"{name}:\n{value}"
+
+
+def _intensity(x: float) -> str:
+    """An intensity in FLOP/B, three significant digits, with no exponent up to 10^6."""
+    return f"{x:,.0f}" if 1000 <= x < 1e6 else f"{x:.3g}"
+
+
+def _legend_below(ax, *, ncols: int):
+    """The legend under the axes: below the tick labels and the two-line axis label."""
+    drop_pt = 7 + 3.4 * MIN_FONT_PT * 1.25 + 4
+    fig = ax.figure
+    below = blended_transform_factory(fig.transFigure,
+                                      ax.transAxes + ScaledTranslation(0, -drop_pt / 72, fig.dpi_scale_trans))
+    return ax.legend(loc="upper center", bbox_to_anchor=(0.5, 0), bbox_transform=below, ncols=ncols,
+                     frameon=False, fontsize=MIN_FONT_PT, borderaxespad=0, handlelength=1.5)
+
+
+def _legend_one_column(fig):
+    """Phone layout of :func:`plot_roofline`: the legend in one column."""
+    _constrained(fig)
+    for ax in fig.axes:
+        if ax.get_legend() is not None:
+            _legend_below(ax, ncols=1)
 
 
 class RooflinePicture:
     """Every roof drawn once, faintly; one highlighted roof and one operation move.
 
     Axes are fixed (``xlim``, ``ylim``), so :meth:`update` changes only
-    artists in :attr:`dynamic_artists` and the widget can blit.
+    artists in :attr:`dynamic_artists` and the widget can blit. The chosen
+    chip's ridge and the operation's verdict are written in two lines over
+    the axes, centred on the figure (inside, they lay on the grey roofs);
+    ``narrow`` (a phone's picture) breaks the verdict into two lines. Give
+    the axes' title a ``pad`` of :attr:`notes_pad` points to leave them room.
     """
 
-    def __init__(self, ax, specs, *, xlim=(1e-2, 1e5), ylim=(1e10, 1e16)):
+    def __init__(self, ax, specs, *, xlim=(1e-2, 1e5), ylim=(1e10, 1e16), narrow: bool = False):
         self.ax = ax
+        self.narrow = narrow
         self.roofs = [roof(s) for s in _as_specs(specs)]
         self.xlim, self.ylim = xlim, ylim
         ax.set_xscale("log")
@@ -172,16 +240,28 @@ class RooflinePicture:
             ax.plot(x, y, color="0.8", linewidth=1)
         ax.set_xlim(*xlim)
         ax.set_ylim(*ylim)
-        ax.set_xlabel("arithmetic intensity (FLOP/byte)", fontsize=8)
-        ax.set_ylabel("attainable FLOP/s (dense BF16)", fontsize=8)
-        ax.tick_params(labelsize=8)
+        ax.set_xlabel("arithmetic intensity (FLOP/byte)", fontsize=MIN_FONT_PT)
+        ax.set_ylabel("attainable FLOP/s (dense BF16)", fontsize=MIN_FONT_PT)
+        ax.tick_params(labelsize=MIN_FONT_PT)
         ax.grid(True, which="major", alpha=0.3)
         (self.roof_line,) = ax.plot([], [], color="#1f77b4", linewidth=2.5)
         (self.ridge_dot,) = ax.plot([], [], "o", color="#1f77b4", markersize=6)
-        self.ridge_text = ax.text(1, 1, "", fontsize=8, ha="right", va="bottom", color="#1f77b4")
         (self.guide,) = ax.plot([], [], ":", color="0.4", linewidth=1)
         (self.op_dot,) = ax.plot([], [], "s", markersize=8, zorder=5)
-        self.op_text = ax.text(1, 1, "", fontsize=8, ha="left", va="top")
+        fig = ax.figure
+
+        def above(points):  # x: the figure's centre; y: this many points over the axes
+            return blended_transform_factory(
+                fig.transFigure, ax.transAxes + ScaledTranslation(0, points / 72, fig.dpi_scale_trans))
+
+        line = MIN_FONT_PT * 1.25
+        op_lines = 2 if narrow else 1
+        self.op_text = ax.text(0.5, 1, "", fontsize=MIN_FONT_PT, ha="center", va="bottom", transform=above(4),
+                               linespacing=1.1)
+        self.ridge_text = ax.text(0.5, 1, "", fontsize=MIN_FONT_PT, ha="center", va="bottom", color="#1f77b4",
+                                  transform=above(4 + op_lines * line))
+        #: points between the axes and a title over the notes
+        self.notes_pad = 4 + (op_lines + 1) * line + 4
 
     @property
     def dynamic_artists(self) -> list:
@@ -194,24 +274,24 @@ class RooflinePicture:
         x, y = _roof_xy(r, self.xlim)
         self.roof_line.set_data(x, y)
         self.ridge_dot.set_data([r.ridge_point], [r.peak_flops])
-        self.ridge_text.set_position((r.ridge_point, r.peak_flops * 1.4))
-        self.ridge_text.set_text(f"{r.name}: ridge {r.ridge_point:.0f} FLOP/B")
+        self.ridge_text.set_text(f"{r.name} (blue): ridge at {r.ridge_point:.0f} FLOP/B")
         xi = min(max(op.intensity, self.xlim[0]), self.xlim[1])
         yi = min(max(pl.attainable_flops, self.ylim[0]), self.ylim[1])
         self.guide.set_data([xi, xi], [self.ylim[0], yi])
         color = "#d62728" if pl.bound == "memory" else "#2ca02c"
         self.op_dot.set_data([xi], [yi])
         self.op_dot.set_color(color)
-        # Below the roof is empty: write there, to the right of a point on the slope,
-        # under a point on the flat part, never off the right edge.
-        near_right = xi > self.xlim[1] / 300
-        if pl.bound == "memory" and not near_right:
-            self.op_text.set_position((xi * 1.6, yi / 2.5))
-            self.op_text.set_ha("left")
-        else:
-            self.op_text.set_position((xi, yi / 2.5))
-            self.op_text.set_ha("right" if near_right else "left")
         self.op_text.set_color(color)
         # short: every glyph costs time on each redraw; the widget's text has the details
-        self.op_text.set_text(f"{op.intensity:.3g} FLOP/B: {pl.bound}-bound\n{fmt_flops(pl.attainable_flops)}")
+        x = f"{op.intensity:,.0f}" if op.intensity >= 1000 else f"{op.intensity:.3g}"
+        sep = "\n" if self.narrow else ", "
+        self.op_text.set_text(f"\u25a0 {x} FLOP/B: {pl.bound}-bound{sep}{fmt_flops(pl.attainable_flops)}")
         return pl
+
+
+def _constrained(fig) -> None:
+    """Lay the phone copy out again (a chapter's tight_layout() left the wide figure's margins on it)."""
+    try:
+        fig.set_layout_engine("constrained")
+    except RuntimeError:  # a layout engine that cannot be swapped: keep it
+        pass

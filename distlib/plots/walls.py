@@ -14,9 +14,12 @@ from typing import Sequence
 import numpy as np
 from matplotlib.collections import PolyCollection
 from matplotlib.colors import to_rgba
+from matplotlib.lines import Line2D
 from matplotlib.patches import Patch, Rectangle
+from matplotlib.transforms import ScaledTranslation, blended_transform_factory
 
 from ..fmt import fmt_bytes, fmt_seconds
+from ..pictures import MIN_FONT_PT, phone_layout
 from ..walls import StateBytes, Walls, zero_state_bytes_per_gpu
 
 __all__ = [
@@ -56,7 +59,7 @@ def _states_from(result, labels, hbm_bytes, highlight):
     if isinstance(result, Walls):
         states = [zero_state_bytes_per_gpu(result.params, recipe=result.recipe, dp=result.chips, stage=s)
                   for s in range(4)]
-        labels = labels or [f"ZeRO-{s}" for s in range(4)]
+        labels = labels or [str(s) for s in range(4)]  # under the axis label "ZeRO stage"
         hbm_bytes = result.hbm_bytes if hbm_bytes is None else hbm_bytes
         highlight = result.stage if highlight is None else highlight
         return states, labels, hbm_bytes, highlight
@@ -77,10 +80,14 @@ class MemoryBars:
     fixed from 0 to ``ymax``: bars taller than the axis are clipped and
     labelled with their size. With ``relative=False`` the axis is in GB.
     ``totals="highlight"`` labels only the highlighted bar (text is the
-    costliest thing to redraw).
+    costliest thing to redraw). The legend goes under the axes; with
+    ``relative=False`` the dashed HBM line has its entry there (with the
+    capacity), so no label sits on the bars; with ``relative=True`` the
+    capacity is written over the axes, under its title.
     """
 
-    def __init__(self, ax, labels: Sequence[str], *, relative=False, ymax=None, legend=True, totals="all"):
+    def __init__(self, ax, labels: Sequence[str], *, relative=False, ymax=None, legend=True, totals="all",
+                 xlabel=None):
         if totals not in ("all", "highlight"):
             raise ValueError(f"totals must be 'all' or 'highlight', got {totals!r}")
         self.ax = ax
@@ -98,31 +105,34 @@ class MemoryBars:
         ax.add_collection(self.segments)
         self.outline = Rectangle((0, 0), BAR_WIDTH, 0, fill=False, edgecolor="black", linewidth=1.5)
         ax.add_patch(self.outline)
-        self.totals = [ax.text(xi, 0, "", ha="center", va="bottom", fontsize=8) for xi in x]
+        self.totals = [ax.text(xi, 0, "", ha="center", va="bottom", fontsize=MIN_FONT_PT) for xi in x]
         self.hbm_line = ax.axhline(1.0 if relative else 0.0, color="black", linestyle="--", linewidth=1)
-        if relative:  # the capacity changes with the chip: write it under the "HBM" tick label
-            self.hbm_text = ax.text(-0.015, 0.88, "", transform=ax.get_yaxis_transform(), ha="right", va="top",
-                                    fontsize=7)
-        else:
-            self.hbm_text = ax.text(0.99, 1.0, "", transform=ax.get_yaxis_transform(), ha="right", va="bottom",
-                                    fontsize=8, bbox=dict(facecolor="white", edgecolor="none", alpha=0.8, pad=1))
+        # The capacity changes with the chip. Relative: the line is the "HBM" tick, and the capacity goes
+        # over the axes (beside the tick it ran into the axis label). Absolute: it goes in the legend.
+        self.hbm_text = ax.text(0.5, 1.02, "", transform=ax.transAxes, ha="center", va="bottom",
+                                fontsize=MIN_FONT_PT)
+        self.hbm_handle = Line2D([], [], color="black", linestyle="--", linewidth=1, label="HBM")
         ax.set_xticks(x)
-        ax.set_xticklabels(self.labels, fontsize=8)
+        ax.set_xticklabels(self.labels, fontsize=MIN_FONT_PT)
         ax.set_xlim(-0.6, n - 0.4)
+        if xlabel:
+            ax.set_xlabel(xlabel, fontsize=MIN_FONT_PT)
         if relative:
             ax.set_ylim(0, self.ymax)
             ticks = [t for t in (0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0) if t <= self.ymax + 1e-9]
             ax.set_yticks(ticks)
-            ax.set_yticklabels(["HBM" if t == 1.0 else f"{t:.0%}" for t in ticks], fontsize=8)
-            ax.set_ylabel("share of one chip's HBM", fontsize=8)
+            ax.set_yticklabels(["HBM" if t == 1.0 else f"{t:.0%}" for t in ticks], fontsize=MIN_FONT_PT)
+            ax.set_ylabel("share of one chip's HBM", fontsize=MIN_FONT_PT)
         else:
-            ax.set_ylabel("model state per GPU (GB)", fontsize=8)
-            ax.tick_params(axis="y", labelsize=8)
+            ax.set_ylabel("model state per GPU (GB)", fontsize=MIN_FONT_PT)
+            ax.tick_params(axis="y", labelsize=MIN_FONT_PT)
+        self.legend = None
         if legend:
-            lines = max(lab.count("\n") + 1 for lab in self.labels)
+            lines = max(lab.count("\n") + 1 for lab in self.labels) + (1 if xlabel else 0)
             handles = [Patch(color=c, label=PART_LABELS[p]) for p, c in PART_COLORS.items()]
-            ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.04 - 0.06 * lines), fontsize=7,
-                      frameon=False, ncol=2)
+            if not relative:
+                handles.append(self.hbm_handle)
+            self.legend = legend_below(ax, handles, lines=lines, ncols=2)
 
     @property
     def dynamic_artists(self) -> list:
@@ -165,6 +175,8 @@ class MemoryBars:
             text.set_text(("\u2191 " if clipped else "") + str(fmt_bytes(s.total)))
             text.set_position((self.x[i], min(total, cap) * (0.9 if clipped else 1.0)))
             text.set_va("top" if clipped else "bottom")
+            # a clipped bar's label is written on the bar: on a white ground, to be read on any colour
+            text.set_bbox(dict(facecolor="white", edgecolor="none", alpha=0.85, pad=1) if clipped else None)
             text.set_color(_OVER if hbm_bytes and s.total > hbm_bytes else "black")
             text.set_fontweight("bold" if highlight == i else "normal")
         self.segments.set_verts(verts)
@@ -174,15 +186,25 @@ class MemoryBars:
             self.hbm_line.set_ydata([y, y])
             self.hbm_line.set_visible(True)
             if self.relative:
-                self.hbm_text.set_text(f"= {fmt_bytes(hbm_bytes)}")
+                self.hbm_text.set_text(f"HBM per chip: {fmt_bytes(hbm_bytes)}")
+                self.hbm_text.set_visible(True)
             else:
-                self.hbm_text.set_position((0.99, y))
-                self.hbm_text.set_text(f"HBM {fmt_bytes(hbm_bytes)}")
-            self.hbm_text.set_visible(True)
+                self._set_hbm_entry(f"HBM {fmt_bytes(hbm_bytes)}")
+                self.hbm_text.set_visible(False)
         else:
             self.hbm_line.set_visible(False)
             self.hbm_text.set_visible(False)
+            self._set_hbm_entry(None)
         return self
+
+    def _set_hbm_entry(self, text):
+        """Write the HBM line's legend entry (None: hide it)."""
+        if self.legend is None or self.relative:
+            return
+        entry = self.legend.texts[-1]
+        entry.set_text(text or "")
+        entry.set_visible(text is not None)
+        self.legend.legend_handles[-1].set_visible(text is not None)
 
 
 def plot_memory_breakdown(ax, result, *, labels=None, hbm_bytes=None, highlight=None, relative=False,
@@ -211,9 +233,10 @@ def plot_memory_breakdown(ax, result, *, labels=None, hbm_bytes=None, highlight=
     MemoryBars
     """
     states, labels, hbm_bytes, highlight = _states_from(result, labels, hbm_bytes, highlight)
-    bars = MemoryBars(ax, labels, relative=relative, ymax=ymax, legend=legend)
+    xlabel = "ZeRO stage" if isinstance(result, Walls) else None
+    bars = MemoryBars(ax, labels, relative=relative, ymax=ymax, legend=legend, xlabel=xlabel)
     bars.update(states, hbm_bytes=hbm_bytes, highlight=highlight)
-    ax.set_title("memory wall: model state per GPU", fontsize=9)
+    ax.set_title("memory wall: model state per GPU", fontsize=MIN_FONT_PT)
     return bars
 
 
@@ -224,7 +247,7 @@ class TimeBars:
     (light). With ``ylim`` given the axis is fixed, so updates can blit.
     """
 
-    def __init__(self, ax, *, ylim=None):
+    def __init__(self, ax, *, ylim=None, legend_ncols: int = 2):
         self.ax = ax
         self.fixed = ylim is not None
         ax.set_yscale("log")
@@ -235,21 +258,20 @@ class TimeBars:
         self.x = x
         self.bars = PolyCollection([], closed=True, edgecolors="none")
         ax.add_collection(self.bars)
-        self.values = [ax.text(xi, lo, "", ha="center", va="bottom", fontsize=8) for xi in x]
+        self.values = [ax.text(xi, lo, "", ha="center", va="bottom", fontsize=MIN_FONT_PT) for xi in x]
         ax.set_xticks(x)
-        ax.set_xticklabels(["one chip", "cluster"], fontsize=8)
+        ax.set_xticklabels(["one chip", "cluster"], fontsize=MIN_FONT_PT)
         ax.set_xlim(-0.6, 1.6)
         self._set_ticks(lo, hi)
-        ax.set_ylabel("training time", fontsize=8)
+        ax.set_ylabel("training time", fontsize=MIN_FONT_PT)
         handles = [Patch(color=TIME_COLORS[0], label="compute"),
                    Patch(color=TIME_COLORS[1], label="communication (no overlap)")]
-        ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.1), fontsize=7, frameon=False,
-                  ncol=2)
+        legend_below(ax, handles, lines=1, ncols=legend_ncols)
 
     def _set_ticks(self, lo, hi):
-        ticks = [(t, s) for t, s in TIME_TICKS if lo <= t <= hi]
+        ticks = _spaced_ticks(self.ax, lo, hi)
         self.ax.set_yticks([t for t, _ in ticks])
-        self.ax.set_yticklabels([s for _, s in ticks], fontsize=8)
+        self.ax.set_yticklabels([s for _, s in ticks], fontsize=MIN_FONT_PT)
         self.ax.minorticks_off()
 
     @property
@@ -312,6 +334,67 @@ def plot_training_time(ax, result: Walls, *, ylim=None) -> TimeBars:
         raise TypeError(f"result must be a Walls from distlib.three_walls(), got {type(result).__name__}")
     bars = TimeBars(ax, ylim=ylim)
     bars.update(result)
-    ax.set_xticklabels(["1 chip", f"{result.chips:,} chips"], fontsize=8)
-    ax.set_title(f"compute wall: {result.flops:.2g} FLOP at MFU {result.mfu:.0%}", fontsize=9)
+    ax.set_xticklabels(["1 chip", f"{result.chips:,} chips"], fontsize=MIN_FONT_PT)
+    ax.set_title(f"compute wall: {result.flops:.2g} FLOP at MFU {result.mfu:.0%}", fontsize=MIN_FONT_PT)
+    phone_layout(ax.figure, adjust=legends_one_column)
     return bars
+
+
+_TICK_RANK = ["1 s", "1 day", "1 year", "100 years", "10k years", "1M years", "1 min", "1 h", "1 month"]
+
+
+def _spaced_ticks(ax, lo, hi) -> list:
+    """The named times between ``lo`` and ``hi`` that keep their labels apart on ``ax``.
+
+    Ticks are taken in order of importance (:data:`_TICK_RANK`: days and
+    years before minutes, hours and months), each only if it stays a label's
+    height and a half from those already taken.
+    """
+    fig = ax.figure
+    height_pt = ax.get_position().height * fig.get_figheight() * 72
+    decades = max(math.log10(hi / lo), 1e-9)
+    min_gap = 1.5 * MIN_FONT_PT / max(height_pt / decades, 1e-9)  # in decades
+    candidates = [(t, s) for t, s in TIME_TICKS if lo <= t <= hi]
+    ranked = sorted(candidates, key=lambda ts: _TICK_RANK.index(ts[1]))
+    chosen: list = []
+    for t, s in ranked:
+        if all(abs(math.log10(t / c)) >= min_gap for c, _ in chosen):
+            chosen.append((t, s))
+    return sorted(chosen)
+
+
+def legend_below(ax, handles, *, lines: int = 1, ncols: int = 2):
+    """A legend under the axes, below ``lines`` lines of tick labels (and axis label), centred on the figure.
+
+    Centred on the figure, not the axes: the axes sit right of the y labels,
+    and a legend as wide as the figure would stick out on the right.
+    """
+    drop_pt = 3.5 + 3.5 + lines * MIN_FONT_PT * 1.25 + 4  # tick, pad, the label lines, a gap
+    fig = ax.figure
+    below = blended_transform_factory(fig.transFigure,
+                                      ax.transAxes + ScaledTranslation(0, -drop_pt / 72, fig.dpi_scale_trans))
+    leg = ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, 0), bbox_transform=below,
+                    fontsize=MIN_FONT_PT, frameon=False, ncols=ncols, borderaxespad=0)
+    leg._distlib_lines = lines
+    return leg
+
+
+def legends_one_column(fig):
+    """Phone layout: legends under the axes in one column (two columns are wider than 328 px)."""
+    _constrained(fig)
+    for ax in fig.axes:
+        leg = ax.get_legend()
+        if leg is not None and hasattr(leg, "_distlib_lines"):
+            handles = leg.legend_handles
+            for h, t in zip(handles, leg.texts):
+                h.set_label(t.get_text())
+            legend_below(ax, [h for h, t in zip(handles, leg.texts) if t.get_visible()],
+                         lines=leg._distlib_lines, ncols=1)
+
+
+def _constrained(fig) -> None:
+    """Lay the phone copy out again (a chapter's tight_layout() left the wide figure's margins on it)."""
+    try:
+        fig.set_layout_engine("constrained")
+    except RuntimeError:  # a layout engine that cannot be swapped: keep it
+        pass

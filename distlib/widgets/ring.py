@@ -45,7 +45,7 @@ class RingWidget(FigureWidget):
         self.play = w.Play(value=int(step), min=0, max=n_steps, step=1, interval=self.interval_ms,
                            description="Play the ring")
         w.jslink((self.play, "value"), (self.step_slider, "value"))
-        self.fig = FigureImage(width=420, height=440)
+        self.fig = FigureImage(width=420, height=440, phone_height=360)  # the ring is square: no taller on a phone
         self.fig.figure.subplots_adjust(left=0.01, right=0.99, bottom=0.01, top=0.93)
         self.summary = self.caption = w.HTML()
         self.trace: RingTrace | None = None
@@ -164,9 +164,12 @@ class ClusterWidget(FigureWidget):
         for c in self.controls:
             if hasattr(c, "continuous_update"):
                 c.continuous_update = cu
-        self.fig = FigureImage(width=460, height=230)
-        self.bars = StepBars(self.fig.ax)
-        self.fig.figure.subplots_adjust(left=0.25, right=0.95, top=0.70, bottom=0.24)
+        self.fig = FigureImage(width=460, height=260, phone_height=290)
+        self.bars = StepBars(self.fig.ax, narrow=self.fig.narrow)
+        # margins in CSS px: the title's lines above, tick labels, axis label and legend below
+        fw, fh = self.fig.width, self.fig.height
+        top = 66 if self.fig.narrow else 48
+        self.fig.figure.subplots_adjust(left=72 / fw, right=1 - 26 / fw, top=1 - top / fh, bottom=82 / fh)
         self.fig.set_animated(self.bars.dynamic_artists)
         self.summary = w.HTML()
         self.result: StepTime | None = None

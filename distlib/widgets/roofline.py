@@ -47,11 +47,15 @@ class RooflineWidget(FigureWidget):
                                             style=style, layout=layout)
         self.controls = [self.accelerator_dropdown, self.operation_dropdown, self.size_slider]
 
-        self.fig = FigureImage(width=500, height=380)
-        self.picture = RooflinePicture(self.fig.ax, accelerators())
-        self.fig.ax.set_title("grey: every chip in the table; blue: the chosen one", fontsize=9)
+        self.fig = FigureImage(width=500, height=400, phone_height=470)
+        narrow = self.fig.narrow
+        self.picture = RooflinePicture(self.fig.ax, accelerators(), narrow=narrow)
+        title = "grey: every chip in the table" + ("\n" if narrow else "; ") + "blue: the chosen one"
+        self.fig.ax.set_title(title, fontsize=11, pad=self.picture.notes_pad)
         self.fig.enforce_min_font()
         self.fig.figure.tight_layout(pad=0.6)
+        box = self.fig.ax.get_position()
+        self.fig.ax.title.set_x((0.5 - box.x0) / box.width)  # centred on the figure, as the notes under it
         self.fig.set_animated(self.picture.dynamic_artists)
 
         self.summary = w.HTML()

@@ -69,10 +69,12 @@ class WallsWidget(FigureWidget):
         figure.delaxes(self.fig.ax)
         self.mem_ax, self.time_ax = figure.subplots(2, 1, gridspec_kw={"height_ratios": [1.25, 1]})
         self.fig.ax = self.mem_ax
-        self.memory = MemoryBars(self.mem_ax, [f"ZeRO-{s}" for s in range(4)], relative=True, ymax=2.0,
-                                 totals="highlight")
-        self.mem_ax.set_title("memory wall: model state per GPU", fontsize=11)
-        self.times = TimeBars(self.time_ax, ylim=TIME_RANGE)
+        self.memory = MemoryBars(self.mem_ax, [str(s) for s in range(4)], relative=True, ymax=2.0,
+                                 totals="highlight", xlabel="ZeRO stage")
+        # the chip's capacity is written between the title and the axes
+        self.mem_ax.set_title("memory wall: state per GPU" if self.fig.narrow else "memory wall: model state per GPU",
+                              fontsize=11, pad=24)
+        self.times = TimeBars(self.time_ax, ylim=TIME_RANGE, legend_ncols=1 if self.fig.narrow else 2)
         self.time_ax.set_title("compute wall: training time", fontsize=11)
         self.fig.enforce_min_font()  # lay out with the text at the size it is drawn
         figure.tight_layout(pad=0.6, h_pad=1.2)
