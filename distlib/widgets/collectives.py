@@ -137,8 +137,10 @@ class CollectivesWidget(FigureWidget):
         # on a phone (328 px) the tick labels ("100 µs") take a larger share of the width
         left = 0.22 if self.fig.narrow else 0.16
         self.fig.figure.subplots_adjust(left=left, right=0.95, bottom=0.08, top=0.94, hspace=0.32)
+        # the legends last: redrawn over the moving lines, not crossed by them
         self.fig.set_animated(list(self._lines.values()) + [self._marker] + self._cross_lines
-                              + [self._total, self._lat, self._bw, self._rmarker, self._nhalf, self._rtitle])
+                              + [self._total, self._lat, self._bw, self._rmarker, self._nhalf, self._rtitle]
+                              + [ax.get_legend(), rx.get_legend()])
 
     def update(self):
         """Recompute and redraw for the current slider values."""
