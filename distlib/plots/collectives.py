@@ -7,10 +7,11 @@ are in bytes and times in seconds; the axes label them with SI prefixes.
 from __future__ import annotations
 
 import numpy as np
-from matplotlib.ticker import FuncFormatter, LogLocator
+from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
 from ..collectives import ALGORITHMS, alpha_beta_time, collective_time, cost_coefficients, crossover_size, regime
 from ..fmt import fmt_bytes, si
+from ..pictures import phone_layout
 
 __all__ = [
     "ALGORITHM_COLORS",
@@ -24,11 +25,73 @@ __all__ = [
     "plot_regime",
     "plot_fit",
     "plot_bus_bandwidth",
+    "phone_relayout",
 ]
 
 ALGORITHM_COLORS = {"ring": "#1f77b4", "tree": "#2ca02c", "halving_doubling": "#d62728", "recursive_doubling": "#ff7f0e"}
 ALGORITHM_LABELS = {"ring": "ring", "tree": "binomial tree", "halving_doubling": "halving-doubling",
                     "recursive_doubling": "recursive doubling"}
+
+
+def phone_relayout(fig) -> None:
+    """How a figure of these plots is laid out again for a phone (its phone_layout ``adjust``).
+
+    Constrained layout, which gives wrapped titles and a legend outside the
+    axes their room (a ``fig.tight_layout()`` done for the wide figure does
+    not carry over), figure legends in one column, and the legends of
+    :func:`plot_collective_times` and :func:`plot_regime` under their axes,
+    clear of the labels on the lines they mark.
+    """
+    from matplotlib.legend import Legend
+
+    names = {code: name for name, code in Legend.codes.items()}
+    for legend in list(fig.legends):
+        where = names.get(legend._loc)
+        if legend._ncols == 1 or where is None:
+            continue
+        if legend._outside_loc:  # "outside lower center" keeps its place, now one entry a row
+            if legend._outside_loc not in ("lower", "upper"):
+                continue
+            where = f"outside {where}"
+        texts = legend.get_texts()
+        handles, labels = legend.legend_handles, [t.get_text() for t in texts]
+        size = texts[0].get_fontsize() if texts else None
+        legend.remove()
+        fig.legend(handles, labels, loc=where, ncols=1, fontsize=size)
+    for ax in fig.axes:
+        if getattr(ax, "_distlib_legend_below", False) and ax.get_legend() is not None:
+            _legend_below(ax)
+    try:
+        fig.set_layout_engine("constrained")
+    except RuntimeError:  # a colorbar made for another engine: keep the layout as drawn
+        pass
+
+
+def _legend_below(ax) -> None:
+    """Move the legend of ``ax`` under its x label, one entry a row (a phone's labels need the plot)."""
+    from matplotlib.transforms import ScaledTranslation
+
+    legend = ax.get_legend()
+    texts = legend.get_texts()
+    handles, labels = legend.legend_handles, [t.get_text() for t in texts]
+    size = texts[0].get_fontsize() if texts else None
+    drop = 0.47 if ax.get_xlabel() else 0.3  # inches: the tick labels and the x label
+    ax.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0), ncols=1, fontsize=size,
+              bbox_transform=ax.transAxes + ScaledTranslation(0, -drop, ax.figure.dpi_scale_trans))
+
+
+def _for_phone(ax, *, taller: float = 1.0) -> None:
+    """Give the figure of ``ax`` :func:`phone_relayout` (``taller`` times its height there).
+
+    Left alone if its author already chose a phone layout.
+    """
+    fig = ax.figure
+    spec = getattr(fig, "_distlib_phone", None)
+    if spec is None or spec.get("adjust") is phone_relayout:
+        height = fig.get_size_inches()[1] * 96 * taller if taller != 1.0 else None
+        if spec is not None and spec.get("height") and height is None:
+            height = spec["height"]
+        phone_layout(fig, height=height, adjust=phone_relayout)
 
 
 def default_sizes(lo: float = 8.0, hi: float = 8e9, num: int = 121) -> np.ndarray:
@@ -49,14 +112,14 @@ def format_bytes_axis(axis) -> None:
     axis.set_major_locator(LogLocator(base=1000.0, numticks=12))
     axis.set_minor_locator(LogLocator(base=10.0, subs=(1.0,), numticks=24))
     axis.set_major_formatter(FuncFormatter(_bytes_tick))
-    axis.set_minor_formatter(FuncFormatter(lambda x, pos: ""))
+    axis.set_minor_formatter(NullFormatter())  # (a lambda would make the figure unpicklable)
 
 
 def format_seconds_axis(axis) -> None:
     """Log scale with ticks at powers of ten labelled 1 us, 10 us, ..."""
     axis.set_major_locator(LogLocator(base=10.0, numticks=15))
     axis.set_major_formatter(FuncFormatter(_seconds_tick))
-    axis.set_minor_formatter(FuncFormatter(lambda x, pos: ""))
+    axis.set_minor_formatter(NullFormatter())
 
 
 def plot_collective_times(ax, sizes, times_by_algorithm: dict, *, n_bytes=None, crossovers=None):
@@ -94,15 +157,37 @@ def plot_collective_times(ax, sizes, times_by_algorithm: dict, *, n_bytes=None, 
     for label, x in (crossovers or {}).items():
         if x is not None and sizes.min() <= x <= sizes.max():
             out["crossovers"].append(ax.axvline(x, color="#7f7f7f", lw=1, ls=":"))
-            ax.annotate(label, (x, 0.02), xycoords=("data", "axes fraction"), rotation=90, fontsize=7,
-                        ha="right", va="bottom", color="#555555")
+            _label_line(ax, x, label, list(out[a] for a in times_by_algorithm), color="#555555")
     format_bytes_axis(ax.xaxis)
     format_seconds_axis(ax.yaxis)
     ax.set_xlabel("buffer size per rank")
     ax.set_ylabel("time")
     ax.grid(True, which="major", alpha=0.3)
-    ax.legend(fontsize=8, loc="upper left")
+    ax.legend(fontsize=11, loc="upper left")
+    ax._distlib_legend_below = True  # on a phone the legend would cover the crossovers' labels
+    _for_phone(ax, taller=1.3)
     return out
+
+
+def _label_line(ax, x, text, curves, *, color) -> None:
+    """Write ``text`` up a vertical line at ``x``, at the end (top or bottom) the curves leave free.
+
+    The curves rise with size, so a label at the top sits left of the line
+    (where they are lower) and one at the bottom right of it. Fractions are
+    taken on the axes' present (log) y range.
+    """
+    lo, hi = (np.log10(v) for v in ax.get_ylim())
+    fracs = []
+    for line in curves:
+        xs, ys = (np.asarray(v, dtype=float) for v in line.get_data())
+        ok = (xs > 0) & (ys > 0) & np.isfinite(ys)
+        if ok.sum() >= 2:
+            y = np.interp(np.log10(x), np.log10(xs[ok]), np.log10(ys[ok]))
+            fracs.append((y - lo) / (hi - lo))
+    top = not fracs or 1 - max(fracs) >= min(fracs)
+    ax.annotate(text, (x, 0.98 if top else 0.02), xycoords=("data", "axes fraction"), rotation=90, fontsize=11,
+                xytext=(-2 if top else 2, 0), textcoords="offset points", ha="right" if top else "left",
+                va="top" if top else "bottom", color=color)
 
 
 def plot_regime(ax, collective, p, *, alpha, bandwidth, algorithm="ring", sizes=None, n_bytes=None):
@@ -129,6 +214,9 @@ def plot_regime(ax, collective, p, *, alpha, bandwidth, algorithm="ring", sizes=
                                   label=f"latency: {a:g} x alpha")
     (out["bandwidth"],) = ax.loglog(sizes, np.where(bw > 0, bw, np.nan), color="#8c564b", lw=1.5, ls="-.",
                                     label=f"bandwidth: {b:.3g} x n / bw")
+    positive = total[total > 0]
+    if positive.size:
+        ax.set_ylim(positive.min() / 5, positive.max() * 2)
     n_half = regime(collective, 1.0, p, alpha=alpha, bandwidth=bandwidth, algorithm=algorithm).n_half if alpha else None
     out["n_half"] = n_half
     out["shade"] = None
@@ -138,20 +226,19 @@ def plot_regime(ax, collective, p, *, alpha, bandwidth, algorithm="ring", sizes=
             out["shade"] = ax.axvspan(lo, min(n_half, sizes.max()), color="#9467bd", alpha=0.08, lw=0)
         if lo <= n_half <= sizes.max():
             ax.axvline(n_half, color="#9467bd", lw=1, ls=":")
-            ax.annotate(f"n_half = {fmt_bytes(n_half)}", (n_half, 0.97), xycoords=("data", "axes fraction"),
-                        fontsize=7, ha="left", va="top", color="#9467bd")
+            _label_line(ax, n_half, f"n_half = {fmt_bytes(n_half)}", [out["total"], out["latency"], out["bandwidth"]],
+                        color="#9467bd")
     if n_bytes is not None:
         out["marker"] = ax.axvline(n_bytes, color="k", lw=1, ls="--")
-    positive = total[total > 0]
-    if positive.size:
-        ax.set_ylim(positive.min() / 5, positive.max() * 2)
     format_bytes_axis(ax.xaxis)
     format_seconds_axis(ax.yaxis)
     ax.set_xlabel("buffer size per rank")
     ax.set_ylabel("time")
-    ax.set_title(f"{collective}, {algorithm}, p = {p}: latency-bound left of n_half", fontsize=9)
+    ax.set_title(f"{collective}, {algorithm}, p = {p}: latency-bound left of n_half", fontsize=11)
     ax.grid(True, which="major", alpha=0.3)
-    ax.legend(fontsize=7, loc="upper left")
+    ax.legend(fontsize=11, loc="upper left")
+    ax._distlib_legend_below = True  # on a phone the legend would cover n_half's label
+    _for_phone(ax, taller=1.3)
     return out
 
 
@@ -199,7 +286,7 @@ def plot_fit(ax, sizes, measured, fitted, residuals=None, *, rax=None, curve=Non
     format_seconds_axis(ax.yaxis)
     ax.set_ylabel("time")
     ax.grid(True, which="major", alpha=0.3)
-    ax.legend(fontsize=8, loc="upper left")
+    ax.legend(fontsize=11, loc="upper left")
     if rax is None:  # residuals on a twin axis, in percent
         twin = ax.twinx()
         twin.set_ylabel("residual (%)", color="#7f7f7f")
@@ -215,23 +302,29 @@ def plot_fit(ax, sizes, measured, fitted, residuals=None, *, rax=None, curve=Non
         rax.set_ylabel("residual (%)")
         rax.set_xlabel("buffer size per rank")
         rax.grid(True, which="major", alpha=0.3)
+    _for_phone(ax)
     return out
 
 
 def plot_bus_bandwidth(ax, sizes, busbw, *, link_bandwidth=None, label="busbw", **kwargs):
-    """Bus bandwidth against size, with the link's one-direction bandwidth as a ceiling."""
+    """Bus bandwidth against size, with the link's one-direction bandwidth as a ceiling.
+
+    The ceiling is a dashed line labelled for the legend (the caller draws
+    the legend, e.g. ``fig.legend(loc="outside lower center")``).
+    """
     sizes = np.asarray(sizes, dtype=float)
     busbw = np.asarray(busbw, dtype=float)
     (line,) = ax.semilogx(sizes, busbw / 1e9, "o-", label=label, **kwargs)
     out = {"busbw": line, "ceiling": None}
     if link_bandwidth is not None:
-        out["ceiling"] = ax.axhline(link_bandwidth / 1e9, color="k", ls="--", lw=1)
-        ax.annotate(f"link: {si(link_bandwidth, 'B/s')} per direction", (sizes.min(), link_bandwidth / 1e9),
-                    fontsize=7, va="bottom")
+        # named in the legend: a label written along the line would cross the curves on a phone
+        out["ceiling"] = ax.axhline(link_bandwidth / 1e9, color="k", ls="--", lw=1,
+                                    label=f"link: {si(link_bandwidth, 'B/s')} per direction")
     format_bytes_axis(ax.xaxis)
     ax.set_xlabel("buffer size per rank")
     ax.set_ylabel("bus bandwidth (GB/s)")
     ax.grid(True, which="major", alpha=0.3)
+    _for_phone(ax, taller=1.35)  # the legend takes one row per entry there
     return out
 
 

@@ -16,9 +16,11 @@ from matplotlib.collections import LineCollection
 from matplotlib.colors import Normalize, to_rgba
 from matplotlib import colormaps
 
+from ..pictures import NARROW, phone_layout
 from ..topology import RingLoads, Topology, ring_link_loads, ring_order
 
-__all__ = ["layout", "draw_topology", "clear_drawing", "plot_link_loads", "HOST_COLOR", "SWITCH_COLOR", "RING_COLOR"]
+__all__ = ["layout", "draw_topology", "clear_drawing", "plot_link_loads", "phone_panels", "HOST_COLOR", "SWITCH_COLOR",
+           "RING_COLOR"]
 
 HOST_COLOR = "#1f77b4"
 SWITCH_COLOR = "#7f7f7f"
@@ -266,6 +268,13 @@ def draw_topology(ax, topo: Topology, ring=None, loads=None, *, node_size=None, 
         padx = pady = max(padx, pady)
     ax.set_xlim(xy[:, 0].min() - padx, xy[:, 0].max() + padx)
     ax.set_ylim(xy[:, 1].min() - pady, xy[:, 1].max() + pady)
+    if ax.get_aspect() == 1.0:
+        ratio = (ax.get_ylim()[1] - ax.get_ylim()[0]) / (ax.get_xlim()[1] - ax.get_xlim()[0])
+    else:  # tiers stretched to the axes: a height that keeps the tiers apart
+        ratio = 0.75 if topo.kind == "dgx" else 0.55
+    # wide networks (many hosts on one row, or the dragonfly's clusters) need a phone's full width
+    full = topo.kind in ("fat_tree", "dgx", "dragonfly") or topo.n_hosts > 32
+    _panel(ax, ratio=ratio, full=full)
     return {"links": links, "hosts": hosts_art, "switches": switches_art, "ring": ring_art, "loads": ring_loads}
 
 
@@ -366,8 +375,41 @@ def _draw_ring_dgx(ax, topo, pos, ring_loads: RingLoads):
     for k, gpu in enumerate(order):
         x, y = pos[gpu]
         arts.append(ax.annotate(str(k), (x, y), xytext=(0, 7), textcoords="offset points", ha="center",
-                                va="bottom", fontsize=10, color="#333333", zorder=5))
+                                va="bottom", fontsize=11, color="#333333", zorder=5, gid=_RING_LABEL))
+    _place_ring_labels(ax)
     return arts
+
+
+_RING_LABEL = "distlib-ring-position"
+
+
+def _place_ring_labels(ax, axes_width_px=None) -> None:
+    """Put the GPUs' ring numbers where they can be read: two rows, and none on top of another.
+
+    With ``axes_width_px`` (CSS px) the axes is taken to be that wide (a
+    phone's panel); otherwise its present width in the figure. Numbers are
+    placed in ring order, each in the first of two rows where it overlaps no
+    number already placed, from left to right; one that fits in neither is
+    hidden (a big cluster on a narrow page shows every second or third number).
+    """
+    labels = [t for t in ax.texts if t.get_gid() == _RING_LABEL]
+    if not labels:
+        return
+    if axes_width_px is None:
+        axes_width_px = ax.get_position().width * ax.figure.get_figwidth() * 96
+    x0, x1 = ax.get_xlim()
+    per_unit = axes_width_px * 0.75 / (x1 - x0)  # points per data unit along x
+    placed: list = [[], []]
+    for t in sorted(labels, key=lambda t: t.xy[0]):
+        x = t.xy[0] * per_unit
+        half = 0.33 * t.get_fontsize() * len(t.get_text()) + 2.5  # DejaVu digits are 0.64 em wide
+        t.set_visible(False)
+        for row, taken in enumerate(placed):
+            if all(abs(x - x2) >= half + h2 for x2, h2 in taken):
+                taken.append((x, half))
+                t.xyann = (0, 6 + 13 * row)
+                t.set_visible(True)
+                break
 
 
 def plot_link_loads(ax, ring_loads: RingLoads):
@@ -382,5 +424,73 @@ def plot_link_loads(ax, ring_loads: RingLoads):
                   color=colormaps[_LOAD_CMAP](0.7))
     ax.set_xlabel("ring messages per link direction in one step")
     ax.set_ylabel("link directions")
-    ax.set_title(f"congestion (max load) = {ring_loads.max_load:g}", fontsize=9)
+    ax.set_title(f"congestion (max load) = {ring_loads.max_load:g}", fontsize=11)
+    _panel(ax, ratio=0.32, full=True, extra=50)  # extra: the x label and tick labels
     return bars
+
+
+# ---- phone layout ------------------------------------------------------------
+# Every panel these functions draw records how it wants to be laid out on a phone
+# (``ax._distlib_panel``), and its figure gets a phone_layout() that follows them:
+# a grid of small drawings stays a grid, one with a wide network or a histogram
+# becomes one column, each panel the phone's width.
+
+_TITLE_PX = 36  # a panel's title and the gap above it, CSS px
+_SUPTITLE_PX = 50
+
+
+def _panel(ax, *, ratio: float, full: bool, extra: float = 0.0) -> None:
+    ax._distlib_panel = {"ratio": float(min(max(ratio, 0.3), 1.0)), "full": bool(full), "extra": float(extra)}
+    layout = _phone_grid(ax.figure)
+    phone_layout(ax.figure, height=None if layout is None else layout[2], adjust=phone_panels)
+
+
+def _grid_axes(fig):
+    """The figure's grid axes in reading order (row, then column)."""
+    axes = [a for a in fig.axes if a.get_subplotspec() is not None]
+    return sorted(axes, key=lambda a: (a.get_subplotspec().rowspan.start, a.get_subplotspec().colspan.start))
+
+
+def _phone_grid(fig):
+    """(axes, columns, height in CSS px) of ``fig`` on a phone; None for one drawing alone."""
+    axes = _grid_axes(fig)
+    if len(axes) < 2:
+        return None
+    specs = [getattr(a, "_distlib_panel", None) or {"ratio": 0.6, "full": True, "extra": 40.0} for a in axes]
+    ncols = axes[0].get_subplotspec().get_gridspec().ncols
+    cols = 1 if any(s["full"] for s in specs) else min(ncols, 2)
+    width = (NARROW - 20) / cols
+    heights = [width * s["ratio"] + s["extra"] + _TITLE_PX for s in specs]
+    rows = [max(heights[i:i + cols]) for i in range(0, len(heights), cols)]
+    suptitle = _SUPTITLE_PX if getattr(fig, "_suptitle", None) is not None else 0
+    return axes, cols, round(sum(rows) + suptitle + 10)
+
+
+def phone_panels(fig) -> None:
+    """Lay out a figure of topology panels for a phone (the ``adjust`` of its phone_layout).
+
+    A grid of small drawings keeps two columns; any wide network or load
+    histogram puts every panel in one column, in reading order (so each
+    drawing sits above its histogram). The figure gets constrained layout,
+    which makes room for wrapped titles; the ring numbers of DGX drawings
+    are placed again for the narrower panels.
+    """
+    layout = _phone_grid(fig)
+    if layout is None:
+        axes, cols = _grid_axes(fig), 1
+    else:
+        axes, cols, _ = layout
+        ncols = axes[0].get_subplotspec().get_gridspec().ncols
+        if cols != ncols:
+            specs = [getattr(a, "_distlib_panel", None) or {"ratio": 0.6, "extra": 40.0} for a in axes]
+            width = NARROW - 20
+            gs = fig.add_gridspec(len(axes), 1, height_ratios=[width * s["ratio"] + s["extra"] + _TITLE_PX
+                                                               for s in specs])
+            for i, ax in enumerate(axes):
+                ax.set_subplotspec(gs[i, 0])
+    for ax in axes:
+        _place_ring_labels(ax, axes_width_px=(NARROW - 20) / cols)
+    try:
+        fig.set_layout_engine("constrained")
+    except RuntimeError:
+        pass

@@ -10,6 +10,7 @@ import html
 
 import ipywidgets as w
 import numpy as np
+from matplotlib.ticker import LogLocator
 
 from ..collectives import ALGORITHMS, COLLECTIVES, Regime, collective_time, crossover_size, regime
 from ..fmt import fmt_bytes, fmt_rate, fmt_seconds
@@ -20,6 +21,7 @@ from ._base import CONTINUOUS_UPDATE, FigureImage, FigureWidget, StaticAxis, con
 __all__ = ["CollectivesWidget"]
 
 _SIZES = default_sizes(1.0, 1e10, 81)
+_LEGEND = dict(labelspacing=0.25, handlelength=1.6, borderaxespad=0.3, framealpha=0.9)  # a compact legend
 _TIME_RANGE = (1e-7, 1e4)  # seconds: alpha >= 1e-7 s; tree all-reduce of 10 GB at 100 MB/s, p = 1024: 4e3 s
 
 
@@ -111,7 +113,7 @@ class CollectivesWidget(FigureWidget):
         ax.set_title("time of each algorithm", fontsize=11)
         ax.tick_params(labelsize=10)
         ax.grid(True, which="major", alpha=0.3)
-        ax.legend(fontsize=10, loc="upper left")
+        ax.legend(fontsize=11, loc="upper left", **_LEGEND)
         (self._total,) = rx.loglog(_SIZES, zeros, color="k", lw=2, label="total")
         (self._lat,) = rx.loglog(_SIZES, zeros, color="#9467bd", lw=1.5, ls="--", label="latency term")
         (self._bw,) = rx.loglog(_SIZES, zeros, color="#8c564b", lw=1.5, ls="-.", label="bandwidth term")
@@ -124,14 +126,21 @@ class CollectivesWidget(FigureWidget):
         rx.set_xlabel("buffer per rank", fontsize=10)
         rx.tick_params(labelsize=10)
         rx.grid(True, which="major", alpha=0.3)
-        rx.legend(fontsize=10, loc="upper left")
+        rx.legend(fontsize=11, loc="upper left", **_LEGEND)
         # Fixed y ranges (every slider setting fits) let the axes be drawn once;
         # each update redraws only the curves and markers (Agg blitting).
         for a in (ax, rx):
             a.set_ylim(*_TIME_RANGE)
-        self.fig.figure.subplots_adjust(left=0.16, right=0.97, bottom=0.08, top=0.94, hspace=0.32)
+            # a label every second decade: eleven decades of labels would touch
+            a.yaxis.set_major_locator(LogLocator(base=100.0, numticks=10))
+            a.yaxis.set_minor_locator(LogLocator(base=10.0, subs=(1.0,), numticks=20))
+        # on a phone (328 px) the tick labels ("100 µs") take a larger share of the width
+        left = 0.22 if self.fig.narrow else 0.16
+        self.fig.figure.subplots_adjust(left=left, right=0.95, bottom=0.08, top=0.94, hspace=0.32)
+        # the legends last: redrawn over the moving lines, not crossed by them
         self.fig.set_animated(list(self._lines.values()) + [self._marker] + self._cross_lines
-                              + [self._total, self._lat, self._bw, self._rmarker, self._nhalf, self._rtitle])
+                              + [self._total, self._lat, self._bw, self._rmarker, self._nhalf, self._rtitle]
+                              + [ax.get_legend(), rx.get_legend()])
 
     def update(self):
         """Recompute and redraw for the current slider values."""
