@@ -213,7 +213,7 @@ def test_disabled_controls_say_why(browser, book_server):
 
 
 # Every picture in a chapter's outputs: figures and widget frames (two-size
-# <picture>s, distlib/pictures.py) and the animations' players.
+# <picture>s, distlib/plots/pictures.py) and the animations' players.
 PICTURES_JS = r"""
 () => {
   const s = document.createElement('small'); s.textContent = 'x';

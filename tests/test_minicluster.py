@@ -362,7 +362,7 @@ def test_race_plot_fits_a_phone_with_its_legend_under_the_bars():
     pytest.importorskip("matplotlib")
     import matplotlib.pyplot as plt
 
-    from distlib.pictures import NARROW, render_pair
+    from distlib.plots.pictures import NARROW, render_pair
     from distlib.plots.minicluster import plot_race
 
     fig, ax = plt.subplots(figsize=(6.4, 3.6))

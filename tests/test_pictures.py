@@ -1,4 +1,4 @@
-"""Two renderings of every picture (distlib/pictures.py): wide for a desktop column, narrow for a phone.
+"""Two renderings of every picture (distlib/plots/pictures.py): wide for a desktop column, narrow for a phone.
 
 The browser side (the phone gets the narrow one, nothing is shrunk) is in
 tests/test_browser.py; here the renderings themselves.
@@ -19,7 +19,7 @@ from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.text import Text  # noqa: E402
 from PIL import Image  # noqa: E402
 
-from distlib import pictures  # noqa: E402
+from distlib.plots import pictures  # noqa: E402
 
 
 def _size(png: bytes):

@@ -11,7 +11,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
 import distlib as dl
-from distlib.pictures import NARROW, render_pair
+from distlib.plots.pictures import NARROW, render_pair
 from distlib.plots.bench import plot_predicted_table
 
 

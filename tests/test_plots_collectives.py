@@ -12,7 +12,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 
-from distlib.pictures import NARROW, render_pair
+from distlib.plots.pictures import NARROW, render_pair
 from distlib.plots import collectives as cp
 
 

@@ -99,7 +99,7 @@ def test_dgx_ring_numbers_never_overlap(nodes, width_in):
 
 def test_two_dgx_nodes_show_every_ring_number_on_a_phone():
     import matplotlib.pyplot as plt
-    from distlib.pictures import render_pair
+    from distlib.plots.pictures import render_pair
 
     fig, ax = plt.subplots(figsize=(7, 3.8))
     topo_plots.draw_topology(ax, topology("dgx", nodes=2), ring=True)

@@ -162,7 +162,7 @@ def test_break_at_commas_keeps_lines_short_and_ends_a_line_at_a_colon():
 def test_chapter_figures_fit_a_phone_with_legends_under_the_axes():
     import matplotlib.pyplot as plt
 
-    from distlib.pictures import NARROW, render_pair
+    from distlib.plots.pictures import NARROW, render_pair
 
     b = [2e-3] * 48
     grads = dl.gradient_profile(1e9, 48)
@@ -184,7 +184,7 @@ def test_chapter_figures_fit_a_phone_with_legends_under_the_axes():
 
 
 def test_animation_is_laid_out_for_a_phone_with_its_title_inside():
-    from distlib.pictures import NARROW
+    from distlib.plots.pictures import NARROW
 
     tl = dl.overlap_timeline([0.01] * 4, [0.015] * 4, forward_time=0.02)
     anim = animate_timeline(tl, frames=4)

@@ -40,7 +40,7 @@ def _static_figures(ip) -> None:
     folder = os.environ.get("DISTLIB_STATIC_WIDGETS", "").strip()
     if not folder or folder == "0":
         return
-    from ..pictures import install_figure_formatter
+    from .pictures import install_figure_formatter
 
     install_figure_formatter(ip, None if folder == "inline" else folder, os.environ.get("DISTLIB_STATIC_URL", ""))
 
@@ -63,13 +63,13 @@ def animation_html(anim, **kwargs) -> str:
     no text in them is smaller than the page's small print
     (``pictures.MIN_FONT_PT``). In the book build the player comes twice,
     the second drawn again for a phone (``pictures.NARROW`` CSS px wide, as
-    :func:`distlib.pictures.phone_layout` on the figure says), and the page's
+    :func:`distlib.plots.pictures.phone_layout` on the figure says), and the page's
     CSS shows the one that fits the screen.
     """
     import os
     import sys
 
-    from .. import pictures
+    from . import pictures
 
     fig = anim._fig
     w_in, h_in = fig.get_size_inches()
@@ -93,7 +93,7 @@ def _jshtml(anim, width: float, height: float, **kwargs) -> str:
     """One player, its frames ``width`` x ``height`` CSS px, drawn at 2x."""
     import re
 
-    from .. import pictures
+    from . import pictures
 
     fig = anim._fig
     fig.set_size_inches(width / pictures.CSS_DPI, height / pictures.CSS_DPI)

@@ -11,7 +11,7 @@ from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
 from ..collectives import ALGORITHMS, alpha_beta_time, collective_time, cost_coefficients, crossover_size, regime
 from ..fmt import fmt_bytes, si
-from ..pictures import phone_layout
+from .pictures import phone_layout
 
 __all__ = [
     "ALGORITHM_COLORS",

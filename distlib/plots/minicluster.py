@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..pictures import CSS_DPI, phone_layout
+from .pictures import CSS_DPI, phone_layout
 from .overlap import phone_figure
 
 __all__ = ["plot_race"]

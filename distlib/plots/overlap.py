@@ -17,7 +17,7 @@ from matplotlib.patches import Rectangle
 from matplotlib.ticker import FuncFormatter, MaxNLocator
 
 from ..fmt import fmt_bytes
-from ..pictures import CSS_DPI, NARROW, phone_layout
+from .pictures import CSS_DPI, NARROW, phone_layout
 from ..overlap import BucketSweep, OverlapTimeline
 
 __all__ = ["TimelinePicture", "plot_timeline", "plot_bucket_sweep", "plot_measured_sweep", "animate_timeline",
@@ -43,7 +43,7 @@ def time_unit(seconds: float) -> tuple:
 
 
 # ---- phones -------------------------------------------------------------------
-#: characters of an 11 pt title line over an axes on a phone (distlib.pictures.NARROW CSS px)
+#: characters of an 11 pt title line over an axes on a phone (distlib.plots.pictures.NARROW CSS px)
 _PHONE_TITLE_CHARS = 34
 #: height of the animation on a phone, CSS px
 _PHONE_ANIMATION_HEIGHT = 260

@@ -12,7 +12,7 @@ import numpy as np
 from matplotlib.collections import PatchCollection
 from matplotlib.patches import FancyArrowPatch, Rectangle
 
-from ..pictures import MIN_FONT_PT, phone_layout
+from .pictures import MIN_FONT_PT, phone_layout
 from ..ring import REDUCE_SCATTER, RingTrace, ring_bytes_per_rank
 
 __all__ = [

@@ -14,7 +14,7 @@ import textwrap
 from matplotlib.transforms import ScaledTranslation, blended_transform_factory
 
 from ..fmt import fmt_flops
-from ..pictures import MIN_FONT_PT, phone_layout
+from .pictures import MIN_FONT_PT, phone_layout
 from ..roofline import Operation, Placement, Roof, attainable_flops, place, roof
 
 __all__ = ["plot_roofline", "RooflinePicture", "ROOF_COLORS"]
@@ -88,7 +88,7 @@ def plot_roofline(ax, specs, operations=(), measured=None, *, xlim=None, ylim=No
         point, or not at all.
 
     The legend goes under the axes in two columns, its long entries broken
-    over two lines; on a phone (:func:`distlib.pictures.phone_layout`) it
+    over two lines; on a phone (:func:`distlib.plots.pictures.phone_layout`) it
     takes one column and the figure grows to hold it.
 
     Returns

@@ -19,7 +19,7 @@ from matplotlib.patches import Patch, Rectangle
 from matplotlib.transforms import ScaledTranslation, blended_transform_factory
 
 from ..fmt import fmt_bytes, fmt_seconds
-from ..pictures import MIN_FONT_PT, phone_layout
+from .pictures import MIN_FONT_PT, phone_layout
 from ..walls import StateBytes, Walls, zero_state_bytes_per_gpu
 
 __all__ = [

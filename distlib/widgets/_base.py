@@ -49,7 +49,7 @@ __all__ = ["FigureImage", "FigureWidget", "StaticAxis", "label_style", "static_f
 
 # CSS px per inch, device px per CSS px (2x screens), and the smallest text
 # in any picture (11 pt = 14.7 px; the page's <small> print is 14.4 px).
-from ..pictures import CSS_DPI, MIN_FONT_PT, NARROW, SCALE, Rendering, picture_html  # noqa: E402
+from ..plots.pictures import CSS_DPI, MIN_FONT_PT, NARROW, SCALE, Rendering, picture_html  # noqa: E402
 #: Every control redraws only when released (or on a click): a redraw costs
 #: tens of milliseconds, and a stream of them while dragging lags behind the
 #: hand. The static page swaps frames as the slider moves either way.
