@@ -71,9 +71,34 @@ root_flag=()
 [ "$(id -u)" = 0 ] && root_flag=(--allow-root)  # JupyterLab refuses root without it
 
 pids=()
+children() {
+  if command -v pgrep >/dev/null; then pgrep -P "$1"; else cat /proc/"$1"/task/*/children 2>/dev/null; fi
+}
+tree() {  # a process and all its descendants (kernels, language-server probes)
+  local kid
+  for kid in $(children "$1"); do tree "$kid"; done
+  echo "$1"
+}
 stop() {
   trap - INT TERM EXIT
   for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
+  # Each server gets 10 s to shut down cleanly (JupyterLab stops its kernels);
+  # one that has not gone by then is killed with everything it started, so a
+  # Ctrl-C always ends the workshop (once, a JupyterLab caught by Ctrl-C while
+  # it was still starting up never acted on the TERM).
+  local left=50 alive
+  while [ "$left" -gt 0 ]; do
+    alive=0
+    for pid in "${pids[@]}"; do kill -0 "$pid" 2>/dev/null && alive=1; done
+    [ "$alive" = 0 ] && break
+    sleep 0.2; left=$((left - 1))
+  done
+  for pid in "${pids[@]}"; do
+    if kill -0 "$pid" 2>/dev/null; then
+      echo "workshop.sh: process $pid did not stop within 10 s of a TERM; killing it and its children" >&2
+      kill -KILL $(tree "$pid") 2>/dev/null || true
+    fi
+  done
   for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
   echo "workshop.sh: stopped"
 }

@@ -146,6 +146,17 @@ def test_workshop_keeps_edits_and_stops_cleanly_on_ctrl_c(built, tmp_path):
         again.stop()
 
 
+def test_ctrl_c_ends_the_workshop_even_when_a_server_will_not_stop(built, tmp_path):
+    """A server that never acts on TERM (here: JupyterLab frozen with SIGSTOP) is killed, with its
+    children, about 10 s after Ctrl-C; nothing is left running and nothing hangs."""
+    ws = Workshop(built, tmp_path)
+    lab = next(p for p in ws.tree()[1:] if "jupyter-lab" in " ".join(p.cmdline()))
+    lab.send_signal(signal.SIGSTOP)
+    took = ws.stop()  # asserts that no process of the tree is left
+    assert 9 < took < 40, took
+    assert "did not stop within 10 s" in ws.proc.stdout.read()
+
+
 # --- in the browser -----------------------------------------------------------
 
 
