@@ -47,6 +47,12 @@ def built(book_build):
     return html.parent
 
 
+def _ctrl_c_as_in_a_terminal():
+    """SIGINT back to its default in the child: a test run started in the background (``cmd &``)
+    inherits SIGINT ignored, and bash cannot trap a signal that was ignored when it started."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 class Workshop:
     """scripts/workshop.sh running in its own process group."""
 
@@ -58,7 +64,7 @@ class Workshop:
                    WORKSHOP_DIR=str(self.dir), **extra)
         self.proc = subprocess.Popen(["bash", str(ROOT / "scripts" / "workshop.sh")], env=env, cwd=ROOT,
                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                     start_new_session=True)
+                                     start_new_session=True, preexec_fn=_ctrl_c_as_in_a_terminal)
         self.lines, self.lab_url, self.book_url = [], None, None
         deadline = time.monotonic() + 180
         for line in self.proc.stdout:
