@@ -35,14 +35,13 @@ def crisp_inline_figures() -> bool:
 
 def _static_figures(ip) -> None:
     """In the book build (``DISTLIB_STATIC_WIDGETS`` set), every figure carries a phone-sized twin."""
-    import os
+    from .pictures import install_figure_formatter, static_env
 
-    folder = os.environ.get("DISTLIB_STATIC_WIDGETS", "").strip()
-    if not folder or folder == "0":
+    env = static_env()
+    if env is None:
         return
-    from .pictures import install_figure_formatter
-
-    install_figure_formatter(ip, None if folder == "inline" else folder, os.environ.get("DISTLIB_STATIC_URL", ""))
+    folder, url = env
+    install_figure_formatter(ip, None if folder == "inline" else folder, url)
 
 
 crisp_inline_figures()
@@ -66,7 +65,6 @@ def animation_html(anim, **kwargs) -> str:
     :func:`distlib.plots.pictures.phone_layout` on the figure says), and the page's
     CSS shows the one that fits the screen.
     """
-    import os
     import sys
 
     from . import pictures
@@ -74,8 +72,7 @@ def animation_html(anim, **kwargs) -> str:
     fig = anim._fig
     w_in, h_in = fig.get_size_inches()
     wide = _jshtml(anim, min(w_in * pictures.CSS_DPI, pictures.WIDE_MAX), h_in * pictures.CSS_DPI, **kwargs)
-    folder = os.environ.get("DISTLIB_STATIC_WIDGETS", "").strip()
-    if folder and folder != "0":
+    if pictures.static_env() is not None:
         spec = getattr(fig, "_distlib_phone", None) or {}
         if spec.get("adjust") is not None:
             spec["adjust"](fig)

@@ -11,7 +11,7 @@ from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
 from ..collectives import ALGORITHMS, alpha_beta_time, collective_time, cost_coefficients, crossover_size, regime
 from ..fmt import fmt_bytes, si
-from .pictures import phone_layout
+from .pictures import constrained_layout, phone_layout
 
 __all__ = [
     "ALGORITHM_COLORS",
@@ -61,10 +61,7 @@ def phone_relayout(fig) -> None:
     for ax in fig.axes:
         if getattr(ax, "_distlib_legend_below", False) and ax.get_legend() is not None:
             _legend_below(ax)
-    try:
-        fig.set_layout_engine("constrained")
-    except RuntimeError:  # a colorbar made for another engine: keep the layout as drawn
-        pass
+    constrained_layout(fig)
 
 
 def _legend_below(ax) -> None:

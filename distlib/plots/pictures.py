@@ -26,13 +26,14 @@ from __future__ import annotations
 import hashlib
 import html
 import io
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
 __all__ = ["MIN_FONT_PT", "WIDE_MAX", "NARROW", "PHONE_MAX_VIEWPORT", "SCALE", "CSS_DPI", "Rendering",
            "enforce_min_font", "render_figure", "render_pair", "phone_layout", "picture_html",
-           "install_figure_formatter"]
+           "install_figure_formatter", "static_env", "palette_png", "constrained_layout", "ENV_DIR", "ENV_URL"]
 
 #: CSS pixels per inch (the browser's reference pixel).
 CSS_DPI = 96
@@ -48,6 +49,24 @@ WIDE_MAX = 620
 NARROW = 328
 #: Viewports this wide or narrower (CSS px) get the narrow picture.
 PHONE_MAX_VIEWPORT = 651
+
+
+#: The book build's switch (set by book/_ext/offline_book.py for each chapter's
+#: kernel): the folder pictures are written into, or "inline" to embed them.
+ENV_DIR = "DISTLIB_STATIC_WIDGETS"
+#: The URL prefix the page reaches that folder by.
+ENV_URL = "DISTLIB_STATIC_URL"
+
+
+def static_env() -> tuple[str, str] | None:
+    """``(folder, url)`` when the environment asks for the static book's pictures, else None.
+
+    ``folder`` is a path or ``"inline"``; unset, empty or ``"0"`` means no.
+    """
+    folder = os.environ.get(ENV_DIR, "").strip()
+    if not folder or folder == "0":
+        return None
+    return folder, os.environ.get(ENV_URL, "")
 
 
 @dataclass
@@ -76,14 +95,29 @@ def _png(figure, *, tight: bool, compact: bool) -> Rendering:
     figure.savefig(buf, format="png", dpi=CSS_DPI * SCALE, facecolor="white", **kw)
     img = PILImage.open(io.BytesIO(buf.getvalue()))
     w, h = img.size
-    if compact:
-        out = io.BytesIO()
-        img.convert("RGB").quantize(colors=256, method=PILImage.Quantize.FASTOCTREE).save(
-            out, format="png", compress_level=6)
-        data = out.getvalue()
-    else:
-        data = buf.getvalue()
+    data = palette_png(img) if compact else buf.getvalue()
     return Rendering(data, round(w / SCALE), round(h / SCALE))
+
+
+def palette_png(img) -> bytes:
+    """``img`` (a PIL image) as a 256-colour palette PNG: a third of the bytes of an RGBA one."""
+    from PIL import Image as PILImage
+
+    out = io.BytesIO()
+    img.convert("RGB").quantize(colors=256, method=PILImage.Quantize.FASTOCTREE).save(
+        out, format="png", compress_level=6)
+    return out.getvalue()
+
+
+def constrained_layout(figure) -> None:
+    """Lay a phone copy out again with constrained layout, unless its layout engine cannot be swapped.
+
+    (A chapter's ``fig.tight_layout()`` leaves the wide figure's margins on the copy.)
+    """
+    try:
+        figure.set_layout_engine("constrained")
+    except RuntimeError:  # e.g. a colorbar made for another engine: keep the layout as drawn
+        pass
 
 
 def render_figure(figure, *, width: float | None = None, height: float | None = None,
@@ -146,10 +180,7 @@ def render_pair(figure, *, compact: bool = True) -> tuple[Rendering, Rendering]:
     if spec.get("adjust") is not None:
         spec["adjust"](phone)
     if phone.get_layout_engine() is None:
-        try:
-            phone.set_layout_engine("constrained")
-        except RuntimeError:
-            pass
+        constrained_layout(phone)
     narrow = render_figure(phone, width=NARROW, height=spec.get("height") or h_in * CSS_DPI,
                            max_width=NARROW, compact=compact)
     phone.set_size_inches(w_in, h_in)

@@ -14,7 +14,7 @@ import textwrap
 from matplotlib.transforms import ScaledTranslation, blended_transform_factory
 
 from ..fmt import fmt_flops
-from .pictures import MIN_FONT_PT, phone_layout
+from .pictures import MIN_FONT_PT, constrained_layout, phone_layout
 from ..roofline import Operation, Placement, Roof, attainable_flops, place, roof
 
 __all__ = ["plot_roofline", "RooflinePicture", "ROOF_COLORS"]
@@ -211,7 +211,7 @@ def _legend_below(ax, *, ncols: int):
 
 def _legend_one_column(fig):
     """Phone layout of :func:`plot_roofline`: the legend in one column."""
-    _constrained(fig)
+    constrained_layout(fig)
     for ax in fig.axes:
         if ax.get_legend() is not None:
             _legend_below(ax, ncols=1)
@@ -288,10 +288,3 @@ class RooflinePicture:
         self.op_text.set_text(f"\u25a0 {x} FLOP/B: {pl.bound}-bound{sep}{fmt_flops(pl.attainable_flops)}")
         return pl
 
-
-def _constrained(fig) -> None:
-    """Lay the phone copy out again (a chapter's tight_layout() left the wide figure's margins on it)."""
-    try:
-        fig.set_layout_engine("constrained")
-    except RuntimeError:  # a layout engine that cannot be swapped: keep it
-        pass

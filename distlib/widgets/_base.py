@@ -49,14 +49,13 @@ __all__ = ["FigureImage", "FigureWidget", "StaticAxis", "label_style", "static_f
 
 # CSS px per inch, device px per CSS px (2x screens), and the smallest text
 # in any picture (11 pt = 14.7 px; the page's <small> print is 14.4 px).
-from ..plots.pictures import CSS_DPI, MIN_FONT_PT, NARROW, SCALE, Rendering, picture_html  # noqa: E402
+from ..plots.pictures import (CSS_DPI, ENV_DIR, ENV_URL, MIN_FONT_PT, NARROW, SCALE, Rendering,  # noqa: E402
+                              enforce_min_font, palette_png, picture_html, static_env)
 #: Every control redraws only when released (or on a click): a redraw costs
 #: tens of milliseconds, and a stream of them while dragging lags behind the
 #: hand. The static page swaps frames as the slider moves either way.
 CONTINUOUS_UPDATE = False
 
-ENV_DIR = "DISTLIB_STATIC_WIDGETS"
-ENV_URL = "DISTLIB_STATIC_URL"
 
 
 # ---- the switch -------------------------------------------------------------
@@ -107,10 +106,8 @@ def static_config() -> StaticConfig | None:
     """The static-frame configuration in force, or None for live widgets."""
     if _override:
         return _override[0]
-    folder = os.environ.get(ENV_DIR, "").strip()
-    if not folder or folder == "0":
-        return None
-    return _make_config(folder, os.environ.get(ENV_URL, ""))
+    env = static_env()
+    return None if env is None else _make_config(*env)
 
 
 # ---- the picture ------------------------------------------------------------
@@ -153,9 +150,7 @@ class FigureImage:
 
     def enforce_min_font(self) -> None:
         """Raise every text in the figure to at least ``MIN_FONT_PT``."""
-        for t in self.figure.findobj(Text):
-            if t.get_fontsize() < MIN_FONT_PT:
-                t.set_fontsize(MIN_FONT_PT)
+        enforce_min_font(self.figure)
 
     def render(self) -> bytes:
         """Draw the figure, store it as PNG in the Image widget, return the bytes."""
@@ -179,11 +174,10 @@ class FigureImage:
         img = PILImage.frombuffer("RGBA", (width, height), self.canvas.buffer_rgba(), "raw", "RGBA", 0, 1)
         buf = io.BytesIO()
         if self.compact:
-            img.convert("RGB").quantize(colors=256, method=PILImage.Quantize.FASTOCTREE).save(
-                buf, format="png", compress_level=6)
+            png = palette_png(img)
         else:
             img.save(buf, format="png", compress_level=1)
-        png = buf.getvalue()
+            png = buf.getvalue()
         self.image.value = png
         return png
 
