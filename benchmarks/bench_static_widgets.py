@@ -18,14 +18,11 @@ cached <= 30 s, slider-to-frame median <= 50 ms. Asserts nothing.
 from __future__ import annotations
 
 import argparse
-import functools
-import http.server
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 from urllib.parse import urlparse
@@ -33,7 +30,7 @@ from urllib.parse import urlparse
 ROOT = Path(__file__).resolve().parents[1]
 JB = Path(sys.executable).with_name("jupyter-book")
 sys.path.insert(0, str(ROOT / "tests"))
-from conftest import toc_chapters  # noqa: E402
+from conftest import serve, toc_chapters  # noqa: E402
 
 MOVE_JS = r"""
 async ([i, k]) => {
@@ -61,17 +58,6 @@ async ([i, k]) => {
   });
 }
 """
-
-
-class _Quiet(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, *args):
-        pass
-
-
-def serve(html: Path):
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_Quiet, directory=str(html)))
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    return server, f"http://127.0.0.1:{server.server_address[1]}"
 
 
 def build(out: Path) -> float:

@@ -57,17 +57,22 @@ class _QuietHandler(http.server.SimpleHTTPRequestHandler):
         pass
 
 
+def serve(folder) -> tuple[http.server.ThreadingHTTPServer, str]:
+    """Serve ``folder`` on 127.0.0.1 (only), on a free port, from a thread: (server, base URL)."""
+    handler = functools.partial(_QuietHandler, directory=str(folder))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, f"http://127.0.0.1:{server.server_address[1]}"
+
+
 @pytest.fixture(scope="session")
 def book_server(book_build):
     """Serve the built book on 127.0.0.1 (only) on a free port."""
     code, log, html = book_build
     if code != 0:
         pytest.fail("the book did not build:\n" + log[-4000:])
-    handler = functools.partial(_QuietHandler, directory=str(html))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}", html
+    server, base = serve(html)
+    yield base, html
     server.shutdown()
 
 

@@ -16,13 +16,10 @@ below the page's small print).
 from __future__ import annotations
 
 import argparse
-import functools
-import http.server
 import os
 import re
 import shutil
 import sys
-import threading
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -99,15 +96,10 @@ def page(nb, title: str) -> tuple[str, list[str]]:
 
 def shoot(folder: Path) -> list[str]:
     sys.path.insert(0, str(ROOT / "tests"))
-    from conftest import CHROMIUM, CHROMIUM_FLAGS  # noqa: E402
+    from conftest import CHROMIUM, CHROMIUM_FLAGS, serve  # noqa: E402
     from playwright.sync_api import sync_playwright
 
-    class Quiet(http.server.SimpleHTTPRequestHandler):
-        def log_message(self, *a):
-            pass
-
-    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=str(folder)))
-    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    srv, base = serve(folder)
     shrunk = []
     try:
         with sync_playwright() as pw:
@@ -115,7 +107,7 @@ def shoot(folder: Path) -> list[str]:
             for name, width in (("phone", 390), ("desktop", 1280)):
                 ctx = b.new_context(viewport={"width": width, "height": 900}, device_scale_factor=1)
                 p = ctx.new_page()
-                p.goto(f"http://127.0.0.1:{srv.server_port}/index.html", wait_until="load")
+                p.goto(f"{base}/index.html", wait_until="load")
                 p.wait_for_timeout(800)
                 p.screenshot(path=str(folder / f"{name}.png"), full_page=True)
                 for src, shown, natural in p.evaluate(
