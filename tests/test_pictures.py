@@ -62,6 +62,44 @@ def _legend_below(fig):
     ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.25), ncol=1)
 
 
+@pytest.mark.parametrize("made", ["tight_layout()", "no layout", 'layout="tight"', 'layout="constrained"'])
+def test_the_phone_copy_is_laid_out_again_unless_the_figure_chose_an_engine(made):
+    """``fig.tight_layout()`` leaves a placeholder engine and the wide margins (as fractions of a
+    figure half as wide): the phone copy gets constrained layout, as a figure with no layout does."""
+    from matplotlib.layout_engine import ConstrainedLayoutEngine, TightLayoutEngine
+
+    fig = Figure(figsize=(7.0, 3.6), layout=made.split('"')[1] if '"' in made else None)
+    ax = fig.add_subplot()
+    ax.plot([1, 2, 3], [3e6, 1e6, 2e6])
+    ax.set_ylabel("a y label")
+    if made == "tight_layout()":
+        fig.tight_layout()
+    own = type(fig.get_layout_engine())
+    seen = []
+    pictures.phone_layout(fig, adjust=seen.append)
+    pictures.render_pair(fig)
+    (phone,) = seen
+    assert phone is not fig
+    expect = TightLayoutEngine if made == 'layout="tight"' else ConstrainedLayoutEngine
+    assert isinstance(phone.get_layout_engine(), expect)
+    assert type(fig.get_layout_engine()) is own  # the figure itself keeps its own
+
+
+def test_an_adjust_that_places_the_axes_itself_keeps_its_margins_on_the_phone():
+    fig = _chart()
+    fig.tight_layout()
+    pictures.phone_layout(fig, adjust=_wide_left_margin)
+    phone = pictures.phone_copy(fig)
+    assert phone is not fig
+    assert (phone.subplotpars.left, phone.subplotpars.right) == (0.3, 0.9)
+    assert phone.get_layout_engine().adjust_compatible  # not switched to constrained layout
+    pictures.render_pair(fig)
+
+
+def _wide_left_margin(fig):
+    fig.subplots_adjust(left=0.3, right=0.9)
+
+
 def test_a_figure_that_cannot_fit_a_phone_is_an_error_naming_the_fix():
     fig = Figure(figsize=(6, 3))
     ax = fig.add_subplot()

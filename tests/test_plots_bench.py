@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import pickle
-
 import matplotlib
 
 matplotlib.use("Agg")
@@ -11,7 +9,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
 import distlib as dl
-from distlib.plots.pictures import NARROW, render_pair
+from distlib.plots.pictures import NARROW, phone_copy, render_pair
 from distlib.plots.bench import plot_predicted_table
 
 
@@ -44,8 +42,7 @@ def test_phone_copy_moves_the_legend_under_the_plot_and_fits():
     for ax, nodes in zip(axes, (1, 2, 4)):
         _panel(ax, nodes)
     axes[0].legend(loc="lower right")
-    phone = pickle.loads(pickle.dumps(fig))
-    fig._distlib_phone["adjust"](phone)
+    phone = phone_copy(fig)  # as render_pair lays it out
     phone.set_size_inches(NARROW / 96, fig._distlib_phone["height"] / 96)
     phone.canvas.draw()
     ax = phone.axes[0]

@@ -12,7 +12,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 
-from distlib.plots.pictures import NARROW, render_pair
+from distlib.plots.pictures import NARROW, phone_copy, render_pair
 from distlib.plots import collectives as cp
 
 
@@ -44,8 +44,7 @@ def test_both_renderings_fit(p):
 
 def test_phone_legends_leave_the_axes_and_line_labels_stay_inside():
     fig = _regime_and_times()
-    phone = pickle.loads(pickle.dumps(fig))
-    fig._distlib_phone["adjust"](phone)
+    phone = phone_copy(fig)  # as render_pair lays it out
     phone.set_size_inches(NARROW / 96, 9)
     phone.canvas.draw()
     r = phone.canvas.get_renderer()
@@ -77,8 +76,7 @@ def test_figure_legend_becomes_one_column():
     cp.plot_bus_bandwidth(ax, sizes, np.linspace(1e9, 4e11, 7), link_bandwidth=4.5e11)
     ax.semilogx(sizes, sizes / 1e7, label="a long second label for the legend")
     fig.legend(loc="outside lower center", ncols=2)
-    phone = pickle.loads(pickle.dumps(fig))
-    fig._distlib_phone["adjust"](phone)
+    phone = phone_copy(fig)  # as render_pair lays it out
     (legend,) = phone.legends
     assert legend._ncols == 1 and len(legend.get_texts()) == 3
     assert fig._distlib_phone["height"] > fig.get_size_inches()[1] * 96

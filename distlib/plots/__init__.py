@@ -74,10 +74,7 @@ def animation_html(anim, **kwargs) -> str:
     wide = _jshtml(anim, min(w_in * pictures.CSS_DPI, pictures.WIDE_MAX), h_in * pictures.CSS_DPI, **kwargs)
     if pictures.static_env() is not None:
         spec = getattr(fig, "_distlib_phone", None) or {}
-        if spec.get("adjust") is not None:
-            spec["adjust"](fig)
-        elif fig.get_layout_engine() is None:
-            fig.set_layout_engine("constrained")
+        pictures.lay_out_for_phone(fig)
         narrow = _jshtml(anim, pictures.NARROW, spec.get("height") or h_in * pictures.CSS_DPI, **kwargs)
         fig.set_size_inches(w_in, h_in)
         html = f'<div class="distlib-only-wide">{wide}</div><div class="distlib-only-narrow">{narrow}</div>'

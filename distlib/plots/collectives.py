@@ -11,7 +11,7 @@ from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
 from ..collectives import ALGORITHMS, alpha_beta_time, collective_time, cost_coefficients, crossover_size, regime
 from ..fmt import fmt_bytes, si
-from .pictures import constrained_layout, phone_layout
+from .pictures import phone_layout
 
 __all__ = [
     "ALGORITHM_COLORS",
@@ -36,9 +36,7 @@ ALGORITHM_LABELS = {"ring": "ring", "tree": "binomial tree", "halving_doubling":
 def phone_relayout(fig) -> None:
     """How a figure of these plots is laid out again for a phone (its phone_layout ``adjust``).
 
-    Constrained layout, which gives wrapped titles and a legend outside the
-    axes their room (a ``fig.tight_layout()`` done for the wide figure does
-    not carry over), figure legends in one column, and the legends of
+    Figure legends in one column, and the legends of
     :func:`plot_collective_times` and :func:`plot_regime` under their axes,
     clear of the labels on the lines they mark.
     """
@@ -61,7 +59,6 @@ def phone_relayout(fig) -> None:
     for ax in fig.axes:
         if getattr(ax, "_distlib_legend_below", False) and ax.get_legend() is not None:
             _legend_below(ax)
-    constrained_layout(fig)
 
 
 def _legend_below(ax) -> None:

@@ -32,7 +32,8 @@ from pathlib import Path
 from typing import Callable
 
 __all__ = ["MIN_FONT_PT", "WIDE_MAX", "NARROW", "PHONE_MAX_VIEWPORT", "SCALE", "CSS_DPI", "Rendering",
-           "enforce_min_font", "render_figure", "render_pair", "phone_layout", "picture_html",
+           "enforce_min_font", "render_figure", "render_pair", "phone_layout", "phone_copy",
+           "lay_out_for_phone", "picture_html",
            "install_figure_formatter", "static_env", "palette_png", "constrained_layout", "ENV_DIR", "ENV_URL"]
 
 #: CSS pixels per inch (the browser's reference pixel).
@@ -110,13 +111,22 @@ def palette_png(img) -> bytes:
 
 
 def constrained_layout(figure) -> None:
-    """Lay a phone copy out again with constrained layout, unless its layout engine cannot be swapped.
+    """Lay a phone copy out again with constrained layout, unless it has a layout engine of its own.
 
-    (A chapter's ``fig.tight_layout()`` leaves the wide figure's margins on the copy.)
+    A figure with no engine, or with the placeholder that ``fig.tight_layout()``
+    leaves behind (it would keep the wide figure's margins, as fractions of a
+    figure half as wide), gets matplotlib's constrained layout. One made with
+    ``layout="constrained"`` or ``"tight"`` keeps it; so does one whose engine
+    cannot be swapped (a colorbar made for another engine).
     """
+    from matplotlib.layout_engine import PlaceHolderLayoutEngine
+
+    engine = figure.get_layout_engine()
+    if engine is not None and not isinstance(engine, PlaceHolderLayoutEngine):
+        return
     try:
         figure.set_layout_engine("constrained")
-    except RuntimeError:  # e.g. a colorbar made for another engine: keep the layout as drawn
+    except RuntimeError:
         pass
 
 
@@ -166,27 +176,53 @@ def render_pair(figure, *, compact: bool = True) -> tuple[Rendering, Rendering]:
 
     The wide one is the figure as drawn, narrowed to WIDE_MAX if it is wider;
     the narrow one is laid out again at NARROW CSS px, on a copy of the
-    figure where it can be copied (the figure itself otherwise): a figure
-    with no layout engine gets matplotlib's constrained layout for it, and
-    its :func:`phone_layout` adjustments are applied there.
+    figure (:func:`phone_copy`): its :func:`phone_layout` adjustments are
+    applied there, and a figure laid out by ``fig.tight_layout()`` or not at
+    all gets matplotlib's constrained layout.
     """
     w_in, h_in = figure.get_size_inches()
     wide = render_figure(figure, width=min(w_in * CSS_DPI, WIDE_MAX), max_width=WIDE_MAX, compact=compact)
     figure.set_size_inches(w_in, h_in)
     spec = getattr(figure, "_distlib_phone", None) or {}
-    phone = _copy(figure)
-    for text in _titles(phone):
-        text.set_wrap(True)  # a long title takes two lines on a phone, not the width of two phones
-    if spec.get("adjust") is not None:
-        spec["adjust"](phone)
-    if phone.get_layout_engine() is None:
-        constrained_layout(phone)
+    phone = phone_copy(figure)
     narrow = render_figure(phone, width=NARROW, height=spec.get("height") or h_in * CSS_DPI,
                            max_width=NARROW, compact=compact)
     phone.set_size_inches(w_in, h_in)
     if phone is not figure:
         _forget(phone)
     return wide, narrow
+
+
+def phone_copy(figure):
+    """The copy of ``figure`` that :func:`render_pair` draws for a phone, laid out but not yet sized.
+
+    Its titles wrap and :func:`lay_out_for_phone` has run. It is ``figure`` itself if that cannot be
+    pickled. (A copy of a pyplot figure is registered with pyplot: close it.)
+    """
+    adjust = (getattr(figure, "_distlib_phone", None) or {}).get("adjust")  # the original's, not a copy's
+    phone = _copy(figure)
+    for text in _titles(phone):
+        text.set_wrap(True)  # a long title takes two lines on a phone, not the width of two phones
+    lay_out_for_phone(phone, adjust=adjust)
+    return phone
+
+
+def lay_out_for_phone(figure, *, adjust: Callable | None = None) -> None:
+    """Run ``adjust`` (default: ``figure``'s :func:`phone_layout` one) on ``figure``, then
+    :func:`constrained_layout`, unless the adjust placed the axes itself (``subplots_adjust``):
+    those margins are kept."""
+    if adjust is None:
+        adjust = (getattr(figure, "_distlib_phone", None) or {}).get("adjust")
+    margins = _margins(figure)
+    if adjust is not None:
+        adjust(figure)
+    if _margins(figure) == margins:
+        constrained_layout(figure)
+
+
+def _margins(figure) -> tuple:
+    p = figure.subplotpars
+    return p.left, p.right, p.bottom, p.top, p.wspace, p.hspace
 
 
 def _forget(copy) -> None:

@@ -12,7 +12,7 @@ import numpy as np
 from matplotlib.collections import PatchCollection
 from matplotlib.patches import FancyArrowPatch, Rectangle
 
-from .pictures import MIN_FONT_PT, constrained_layout, phone_layout
+from .pictures import MIN_FONT_PT, phone_layout
 from ..ring import REDUCE_SCATTER, RingTrace, ring_bytes_per_rank
 
 __all__ = [
@@ -369,7 +369,6 @@ def _legend_below(ax, *, ncols: int):
 
 def _legend_one_column(fig):
     """On a phone, a legend under the axes takes one column (two do not fit 328 px)."""
-    constrained_layout(fig)
     for ax in fig.axes:
         if ax.get_legend() is not None:
             _legend_below(ax, ncols=1)

@@ -14,7 +14,7 @@ import textwrap
 from matplotlib.transforms import ScaledTranslation, blended_transform_factory
 
 from ..fmt import fmt_flops
-from .pictures import MIN_FONT_PT, constrained_layout, phone_layout
+from .pictures import MIN_FONT_PT, phone_layout
 from ..roofline import Operation, Placement, Roof, attainable_flops, place, roof
 
 __all__ = ["plot_roofline", "RooflinePicture", "ROOF_COLORS"]
@@ -211,7 +211,6 @@ def _legend_below(ax, *, ncols: int):
 
 def _legend_one_column(fig):
     """Phone layout of :func:`plot_roofline`: the legend in one column."""
-    constrained_layout(fig)
     for ax in fig.axes:
         if ax.get_legend() is not None:
             _legend_below(ax, ncols=1)

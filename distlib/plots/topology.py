@@ -16,7 +16,7 @@ from matplotlib.collections import LineCollection
 from matplotlib.colors import Normalize, to_rgba
 from matplotlib import colormaps
 
-from .pictures import NARROW, constrained_layout, phone_layout
+from .pictures import NARROW, phone_layout
 from ..topology import RingLoads, Topology, ring_link_loads, ring_order
 
 __all__ = ["layout", "draw_topology", "clear_drawing", "plot_link_loads", "phone_panels", "HOST_COLOR", "SWITCH_COLOR",
@@ -490,4 +490,3 @@ def phone_panels(fig) -> None:
                 ax.set_subplotspec(gs[i, 0])
     for ax in axes:
         _place_ring_labels(ax, axes_width_px=(NARROW - 20) / cols)
-    constrained_layout(fig)

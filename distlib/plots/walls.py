@@ -19,7 +19,7 @@ from matplotlib.patches import Patch, Rectangle
 from matplotlib.transforms import ScaledTranslation, blended_transform_factory
 
 from ..fmt import fmt_bytes, fmt_seconds
-from .pictures import MIN_FONT_PT, constrained_layout, phone_layout
+from .pictures import MIN_FONT_PT, phone_layout
 from ..walls import StateBytes, Walls, zero_state_bytes_per_gpu
 
 __all__ = [
@@ -381,7 +381,6 @@ def legend_below(ax, handles, *, lines: int = 1, ncols: int = 2):
 
 def legends_one_column(fig):
     """Phone layout: legends under the axes in one column (two columns are wider than 328 px)."""
-    constrained_layout(fig)
     for ax in fig.axes:
         leg = ax.get_legend()
         if leg is not None and hasattr(leg, "_distlib_lines"):
