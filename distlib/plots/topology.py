@@ -14,7 +14,7 @@ import math
 import numpy as np
 from matplotlib.collections import LineCollection
 from matplotlib.colors import Normalize, to_rgba
-from matplotlib import colormaps
+from matplotlib import colormaps, patheffects
 
 from .pictures import NARROW, phone_layout
 from ..topology import RingLoads, Topology, ring_link_loads, ring_order
@@ -372,10 +372,13 @@ def _draw_ring_dgx(ax, topo, pos, ring_loads: RingLoads):
                 i += 1
             ax.add_patch(a)
             arts.append(a)
+    # a halo of the background round each number: a link drawn under it cannot run into its digits
+    halo = [patheffects.withStroke(linewidth=3.5, foreground=ax.get_facecolor())]
     for k, gpu in enumerate(order):
         x, y = pos[gpu]
         arts.append(ax.annotate(str(k), (x, y), xytext=(0, 7), textcoords="offset points", ha="center",
-                                va="bottom", fontsize=11, color="#333333", zorder=5, gid=_RING_LABEL))
+                                va="bottom", fontsize=11, color="#333333", zorder=5, gid=_RING_LABEL,
+                                path_effects=halo))
     _place_ring_labels(ax)
     return arts
 
