@@ -163,7 +163,10 @@ print(child.pid, flush=True)
 def _assert_dead(pid):
     deadline = time.monotonic() + 5
     while time.monotonic() < deadline:
-        if not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
+        try:
+            if psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
+                return
+        except psutil.NoSuchProcess:  # gone (also between looking it up and asking its status)
             return
         time.sleep(0.05)
     raise AssertionError(f"process {pid} outlived its run")
