@@ -82,6 +82,14 @@ def test_mpi_rank_failure_ends_the_run(mode):
     assert elapsed < 30
     if mode == "raise":
         assert "rank failed on purpose" in outcome.error  # the failing rank's traceback is shown
+    # the failing rank's own note of how it ended, written before MPI_Abort (see _mpi_rank)
+    ended = outcome.result.ended
+    if mode == "exit1":
+        assert ended == {1: "exit status 1"}
+    elif mode == "raise":
+        assert list(ended) == [1] and ended[1].endswith("RuntimeError: rank failed on purpose (faulty_rank --mode raise)")
+    else:  # killed (no last words), or not failed at all
+        assert ended == {}
     assert "first all-reduce done" in outcome.result.stdout[0]
     assert survivors(outcome.result.run_id) == []
 
@@ -95,6 +103,43 @@ def test_run_mpi_raises_clear_errors():
         run_mpi("distlib.examples.faulty_rank", 2, args=["--mode", "raise"], timeout=30)
     assert info.value.rank == 1
     assert survivors(info.value.result.run_id) == []
+
+
+def test_the_failed_rank_is_named_even_when_mpiexec_lost_its_stderr():
+    """MPI_Abort tears down mpiexec's forwarding of the ranks' stderr; now and then the failing
+    rank's "rank 1 in comm 0 ... MPI_Abort" never reached its file (CI of stop 17). The rank's
+    own note, written before it aborts, still names it."""
+    from distlib.engines.launch import RunResult, _failed_rank, _mpi_failure_message
+
+    def result(ended):
+        return RunResult(stdout=["rank 0: first all-reduce done (3)\n", "", ""], stderr=["", "", ""], launcher="",
+                         returncodes=[None] * 3, returncode=1, seconds=0.5, command=[], run_id="x", ended=ended)
+
+    lost = result({1: "exit status 1"})
+    assert _failed_rank(lost) == 1
+    msg = _mpi_failure_message("faulty_rank", 3, lost)
+    assert "rank 1 failed (exit status 1)" in msg and "rank 1 ended with:\nexit status 1" in msg
+    # the first rank to fail is named, not the lowest: the others may fail after it, waiting on it
+    assert _failed_rank(result({2: "exit status 1", 0: "Traceback ...\nDeadlockError: ..."})) == 2
+    # with no note either, the message says only what is known
+    assert "mpiexec exited with status 1" in _mpi_failure_message("faulty_rank", 3, result({}))
+
+
+def test_a_rank_notes_a_failure_and_not_a_clean_exit(tmp_path, monkeypatch):
+    from distlib.engines import _mpi_rank
+
+    assert _mpi_rank._note(SystemExit(0)) is None and _mpi_rank._note(SystemExit()) is None
+    assert _mpi_rank._note(SystemExit(3)) == "exit status 3"
+    assert _mpi_rank._note(SystemExit("bad input")) == "exit status 1 (bad input)"
+    try:
+        raise ValueError("n must be >= 1")
+    except ValueError as exc:
+        note = _mpi_rank._note(exc)
+    assert note.startswith("Traceback") and note.endswith("ValueError: n must be >= 1")
+    monkeypatch.setenv("PMI_RANK", "2")
+    _mpi_rank._write(str(tmp_path), "exit status 3")
+    assert [f.name for f in tmp_path.iterdir()] == ["ended.2"]
+    assert (tmp_path / "ended.2").read_text() == "exit status 3\n"
 
 
 # ---------------------------------------------------------------------------

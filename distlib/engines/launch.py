@@ -126,6 +126,10 @@ class RunResult:
         a :class:`distlib.minicluster.MiniCluster`).
     nodes : dict
         Rank -> the node it ran on, where its heartbeat said.
+    ended : dict
+        Rank -> how it failed, as the rank itself wrote before it aborted
+        (MPI runs): its traceback, or ``"exit status N"``; the first to fail
+        comes first. Empty if none failed.
     """
 
     stdout: list
@@ -140,6 +144,8 @@ class RunResult:
     network: str = "host"
     nodes: dict = field(default_factory=dict)
     """Rank -> hostname of the node it ran on (runs with a heartbeat; see :mod:`~distlib.engines.progress`)."""
+    ended: dict = field(default_factory=dict)
+    """Rank -> how it failed, in its own words (MPI runs), first failure first: a traceback or ``"exit status N"``."""
 
     @property
     def p(self) -> int:
@@ -567,8 +573,11 @@ def run_mpi(target, n: int, *, args=(), timeout: float = 60.0, env=None, check: 
     command = [
         *prefix, mpiexec, "-n", str(n), *where,
         "-outfile-pattern", str(workdir / "out.%r"), "-errfile-pattern", str(workdir / "err.%r"),
-        sys.executable, "-m", "mpi4py", *_target_argv(target), *map(str, args),
+        sys.executable, "-m", "mpi4py", "-m", "distlib.engines._mpi_rank", *_target_argv(target), *map(str, args),
     ]  # fmt: skip
+    notes = workdir / "ended"  # each failing rank writes how it ended, before MPI_Abort (see _mpi_rank)
+    notes.mkdir()
+    full_env["DISTLIB_RANK_NOTES"] = str(notes)
     if watchdog is not None:
         full_env.update(watchdog.env)
     if cma_available():  # one copy per byte between ranks instead of two
@@ -603,6 +612,8 @@ def run_mpi(target, n: int, *, args=(), timeout: float = 60.0, env=None, check: 
         network=network,
         nodes={b.rank: b.node for b in beats},
         pids={b.rank: b.pid for b in beats},
+        ended={int(f.name.split(".")[1]): read(f).rstrip()
+               for f in sorted(notes.glob("ended.*"), key=lambda f: f.stat().st_mtime_ns)},
     )
     shutil.rmtree(workdir, ignore_errors=True)
     if stalled:
@@ -649,6 +660,8 @@ def _failed_rank(result: RunResult):
     for r, err in enumerate(result.stderr):
         if "Traceback" in err:
             return r
+    if result.ended:  # the first rank's own note: there even when mpiexec lost its stderr in the abort
+        return next(iter(result.ended))
     return None
 
 
@@ -673,6 +686,8 @@ def _mpi_failure_message(target, n, result: RunResult) -> str:
     msg = [f"MPI run of {target!r} on {n} ranks failed: {how}; every process of the run was stopped."]
     if rank is not None and result.stderr[rank].strip():
         msg.append(f"rank {rank} stderr:\n{_tail(result.stderr[rank])}")
+    elif rank is not None and result.ended.get(rank):
+        msg.append(f"rank {rank} ended with:\n{_tail(result.ended[rank])}")
     elif result.launcher.strip() and not killed:
         msg.append(f"mpiexec said:\n{_tail(result.launcher, 6)}")
     return "\n".join(msg)

@@ -1,0 +1,63 @@
+"""One MPI rank of :func:`distlib.engines.run_mpi`: the target, plus a note of how it failed.
+
+``run_mpi`` starts every rank as ``python -m mpi4py -m distlib.engines._mpi_rank
+<target> [args]``. This runs the target exactly as ``python -m mpi4py`` would
+(``mpi4py.run.run_command_line``). If the target ends with an exception or a
+non-zero exit status, the rank first writes what happened to
+``$DISTLIB_RANK_NOTES/ended.<rank>``, then lets ``mpi4py`` call ``MPI_Abort``
+as before.
+
+Why: a rank's stderr reaches ``run_mpi`` through ``mpiexec``'s forwarding,
+and ``MPI_Abort`` tears that down. Now and then the failing rank's last
+words ("rank 1 in comm 0 ... MPI_Abort") were lost on the way, and the
+error could not say which rank failed. A file the rank writes itself,
+before it aborts, cannot be lost that way.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import traceback
+
+NOTES_VAR = "DISTLIB_RANK_NOTES"
+
+
+def _note(exc: BaseException) -> str | None:
+    """What to record for ``exc``, or None for a clean exit."""
+    if isinstance(exc, SystemExit):
+        code = exc.code
+        if code is None or code == 0:
+            return None
+        return f"exit status {code}" if isinstance(code, int) else f"exit status 1 ({code})"
+    return "".join(traceback.format_exception(exc)).rstrip()
+
+
+def _write(folder: str, text: str) -> None:
+    rank = os.environ.get("PMI_RANK") or os.environ.get("PMIX_RANK")
+    if rank is None:
+        return
+    tmp = os.path.join(folder, f".ended.{rank}.{os.getpid()}")
+    with open(tmp, "w") as f:
+        f.write(text + "\n")
+    os.replace(tmp, os.path.join(folder, f"ended.{rank}"))  # whole, or not there at all
+
+
+def main(argv: list) -> None:
+    from mpi4py.run import run_command_line
+
+    try:
+        run_command_line(argv)
+    except BaseException as exc:
+        folder = os.environ.get(NOTES_VAR)
+        text = _note(exc)
+        if folder and text is not None:
+            try:
+                _write(folder, text)
+            except OSError:
+                pass  # the note is a help, never a reason to fail differently
+        raise
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
