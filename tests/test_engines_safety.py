@@ -88,6 +88,10 @@ def test_mpi_rank_failure_ends_the_run(mode):
         assert ended == {1: "exit status 1"}
     elif mode == "raise":
         assert list(ended) == [1] and ended[1].endswith("RuntimeError: rank failed on purpose (faulty_rank --mode raise)")
+        # the target's own frames only, not those of the wrapper, mpi4py's runner or runpy
+        assert ended[1].splitlines()[1].strip().startswith('File "') and "faulty_rank.py" in ended[1].splitlines()[1]
+        assert "runpy" not in ended[1] and "_mpi_rank" not in ended[1]
+        assert "rank 1 ended with:\nTraceback" in outcome.error
     else:  # killed (no last words), or not failed at all
         assert ended == {}
     assert "first all-reduce done" in outcome.result.stdout[0]
@@ -149,7 +153,7 @@ TORCH_CASES = {
     "kill": "rank 1 was killed by signal 9",
     "raise": "rank 1 exited with status 1",
     "exit1": "rank 1 exited with status 1",
-    "exit0": "had already exited with status 0",  # a peer's gloo connection closes: it fails
+    "exit0": "rank(s) [1] exited with status 0 before",  # a peer's gloo connection closes: it fails
     "hang": "exited with status 1",  # the others' collective times out (6 s) and they fail
 }
 

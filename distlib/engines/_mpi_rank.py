@@ -30,7 +30,16 @@ def _note(exc: BaseException) -> str | None:
         if code is None or code == 0:
             return None
         return f"exit status {code}" if isinstance(code, int) else f"exit status 1 ({code})"
-    return "".join(traceback.format_exception(exc)).rstrip()
+    tb = exc.__traceback__
+    while tb is not None and _ours(tb.tb_frame.f_code.co_filename):  # start at the target's own frames
+        tb = tb.tb_next
+    return "".join(traceback.format_exception(type(exc), exc, tb)).rstrip()
+
+
+def _ours(filename: str) -> bool:
+    """A frame of this wrapper, of mpi4py's runner or of runpy, not of the target."""
+    return (os.path.abspath(filename) == os.path.abspath(__file__) or "runpy" in filename
+            or filename.replace(os.sep, "/").endswith("mpi4py/run.py"))
 
 
 def _write(folder: str, text: str) -> None:

@@ -684,10 +684,10 @@ def _mpi_failure_message(target, n, result: RunResult) -> str:
     else:
         how = f"mpiexec exited with status {result.returncode}"
     msg = [f"MPI run of {target!r} on {n} ranks failed: {how}; every process of the run was stopped."]
-    if rank is not None and result.stderr[rank].strip():
-        msg.append(f"rank {rank} stderr:\n{_tail(result.stderr[rank])}")
-    elif rank is not None and result.ended.get(rank):
+    if rank is not None and result.ended.get(rank):  # whole, where the forwarded stderr may lack its end
         msg.append(f"rank {rank} ended with:\n{_tail(result.ended[rank])}")
+    elif rank is not None and result.stderr[rank].strip():
+        msg.append(f"rank {rank} stderr:\n{_tail(result.stderr[rank])}")
     elif result.launcher.strip() and not killed:
         msg.append(f"mpiexec said:\n{_tail(result.launcher, 6)}")
     return "\n".join(msg)
@@ -860,10 +860,15 @@ def run_torch(
         how = f"was killed by signal {-code}" if code < 0 else f"exited with status {code}"
         node = nodes.get(failed) or (cluster.nodes[failed // per_node].hostname if cluster is not None else None)
         on = f" on node {node}" if node and cluster is not None else ""
-        earlier = [r for r in procs.exits[: procs.exits.index(failed)] if codes[r] == 0]
+        # Every rank that ended by itself with status 0 (the launcher only killed ranks still running).
+        # Not only those seen to end before the failed one: a rank that leaves early closes its
+        # connections as it exits, and the peer that fails on that can be seen first (1 run in 5
+        # with both cores busy).
+        left = [r for r in range(n) if r != failed and codes[r] == 0]
         msg = [f"{what} failed: rank {failed}{on} {how}; every process of the run was stopped."]
-        if earlier:
-            msg.append(f"rank(s) {earlier} had already exited with status 0 (leaving early also stalls the others).")
+        if left:
+            msg.append(f"rank(s) {left} exited with status 0 before the run was stopped "
+                       "(a rank that leaves early stalls the others).")
         if result.stderr[failed].strip():
             msg.append(f"rank {failed} stderr:\n{_tail(result.stderr[failed])}")
         raise RunError("\n".join(msg), result, failed)
