@@ -43,7 +43,9 @@ def _ours(filename: str) -> bool:
 
 
 def _write(folder: str, text: str) -> None:
-    rank = os.environ.get("PMI_RANK") or os.environ.get("PMIX_RANK")
+    from .progress import _rank_from_env  # the heartbeat's own answer to "which rank am I"
+
+    rank = _rank_from_env()
     if rank is None:
         return
     tmp = os.path.join(folder, f".ended.{rank}.{os.getpid()}")
