@@ -16,6 +16,12 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
+# In the tests, a picture that fits a page only by being drawn smaller than its
+# text allows is a failure (distlib/plots/pictures.py shrinks it for a reader's
+# build instead). Set before any test runs, so the book build and every kernel
+# the tests start inherit it.
+os.environ.setdefault("DISTLIB_PICTURES_STRICT", "1")
+
 
 def toc_chapters() -> list[str]:
     """Chapter pages in book order, read from _toc.yml (e.g. "notebooks/01_ring").

@@ -100,13 +100,44 @@ def _wide_left_margin(fig):
     fig.subplots_adjust(left=0.3, right=0.9)
 
 
-def test_a_figure_that_cannot_fit_a_phone_is_an_error_naming_the_fix():
+def _math_legend_outside(fig_w=6.0):
+    """A legend of math (never wrapped) hung right of the axes: it cannot fit a phone unless shrunk."""
+    fig = Figure(figsize=(fig_w, 3))
+    ax = fig.add_subplot()
+    ax.plot([1, 2], label=r"$" + r"\alpha\beta\gamma" * 12 + r"$")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    return fig
+
+
+def test_a_figure_that_cannot_fit_is_an_error_in_the_tests_naming_the_fix():
+    with pytest.raises(ValueError, match="phone_layout"):
+        pictures.render_pair(_math_legend_outside(), strict=True)
+
+
+def test_a_readers_build_shrinks_what_cannot_fit_instead_of_failing(monkeypatch):
+    monkeypatch.delenv(pictures.ENV_STRICT, raising=False)
+    wide, narrow = pictures.render_pair(_math_legend_outside())
+    assert wide.width <= pictures.WIDE_MAX and narrow.width <= pictures.NARROW
+    assert _size(narrow.png)[0] <= 2 * pictures.NARROW  # fewer pixels, shown at its CSS size: never stretched
+
+
+def test_a_long_word_in_a_legend_is_broken_not_an_error():
     fig = Figure(figsize=(6, 3))
     ax = fig.add_subplot()
     ax.plot([1, 2], label="x" * 80)
     ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0))
-    with pytest.raises(ValueError, match="phone_layout"):
-        pictures.render_pair(fig)
+    wide, narrow = pictures.render_pair(fig, strict=True)
+    assert wide.width <= pictures.WIDE_MAX and narrow.width <= pictures.NARROW
+
+
+def test_wrapping_is_measured_and_a_broken_line_runs_on_into_the_next():
+    width = len  # one "pixel" a character: the rule, not the font
+    assert pictures._wrap_pixels("measured matmul: AMD EPYC (2\nlogical cores", 26, width) == (
+        "measured matmul: AMD EPYC\n(2 logical cores")
+    # a line that fits keeps its own break
+    assert pictures._wrap_pixels("short\nline two", 26, width) == "short\nline two"
+    # a word wider than the line is cut inside
+    assert pictures._wrap_pixels("ab " + "x" * 30, 10, width) == "ab\n" + "x" * 10 + "\n" + "x" * 10 + "\n" + "x" * 10
 
 
 def test_picture_html_files_and_inline(tmp_path):
