@@ -65,6 +65,8 @@ try:
         importlib.metadata.version(name)  # already installed: the book's .venv, or an earlier run
 except importlib.metadata.PackageNotFoundError:
     url, ref = os.environ.get("DISTBOOK_REPO_URL", REPO_URL), os.environ.get("DISTBOOK_REF", REF)
+    if url.startswith("file:///"):  # pip before 24 rejects "name @ git+file:///..."; it takes this
+        url = "file://localhost/" + url[len("file:///"):]
     spec = f"distbook-distlib[{extras}] @ git+{{url}}@{{ref}}"
     pip = subprocess.run([sys.executable, "-m", "pip", "install", "-q", spec], capture_output=True, text=True)
     if pip.returncode:
