@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Callable
 
 __all__ = ["MIN_FONT_PT", "WIDE_MAX", "NARROW", "PHONE_MAX_VIEWPORT", "SCALE", "CSS_DPI", "Rendering",
-           "enforce_min_font", "render_figure", "fit_texts", "strict_pictures", "ENV_STRICT", "render_pair", "phone_layout", "phone_copy",
+           "enforce_min_font", "render_figure", "fit_texts", "texts_outside", "strict_pictures", "ENV_STRICT", "render_pair", "phone_layout", "phone_copy",
            "lay_out_for_phone", "picture_html",
            "install_figure_formatter", "static_env", "palette_png", "constrained_layout", "ENV_DIR", "ENV_URL"]
 
@@ -214,11 +214,14 @@ def _shrunk(figure, max_width: float, *, tight: bool, compact: bool, drawn: Rend
     return Rendering(data, min(int(max_width), round(w / SCALE)), round(h / SCALE))
 
 
-def fit_texts(figure) -> bool:
+def fit_texts(figure, *, pad_in: float = _PAD_IN, drawn: bool = False) -> bool:
     """Break every text of ``figure`` that sticks out of its box into lines that fit it; True if any changed.
 
-    Its box is the figure less the margin the tight crop adds (``_PAD_IN``),
-    so a figure whose texts all fit draws no wider than it is.
+    Its box is the figure less ``pad_in`` inches on each side: by default the
+    margin the tight crop adds (``_PAD_IN``), so a figure whose texts all fit
+    draws no wider than it is; 0 for a canvas of a fixed size (a widget's
+    frame), where what sticks out is cut off. ``drawn``: the figure's canvas
+    has just drawn it (its renderer's measures are current).
 
     The lines are measured in pixels with the text's own font, not counted
     in characters: how wide "AMD EPYC (2" draws is not how wide "intel xeon"
@@ -227,19 +230,47 @@ def fit_texts(figure) -> bool:
     inside. Tick labels, turned text (a y label: lines would not narrow it)
     and math (``$...$``) are left alone.
     """
+    renderer = _renderer(figure, drawn)
+    changed = False
+    for t, out, ext, widest in _sticking_out(figure, renderer, pad_in):
+        # a legend is as wide as its widest entry: that one, and any nearly as wide, are narrowed
+        target = widest - 2 * out - 4 * renderer.points_to_pixels(1)
+        if ext.width <= target:
+            continue
+        shown = t._get_wrapped_text() if t.get_wrap() else t.get_text()
+        lines = _wrap_pixels(shown, max(target, ext.width / 3),
+                             lambda s: renderer.get_text_width_height_descent(s, t.get_fontproperties(), False)[0])
+        if lines != shown:
+            t.set_wrap(False)
+            t.set_text(lines)
+            changed = True
+    return changed
+
+
+def texts_outside(figure, *, pad_in: float = 0.0, drawn: bool = False) -> list[str]:
+    """The texts of ``figure`` (as :func:`fit_texts` chooses them) that stick out of its box, by more than 1 px."""
+    renderer = _renderer(figure, drawn)
+    return [t.get_text() for t, out, _, _ in _sticking_out(figure, renderer, pad_in) if out > 1]
+
+
+def _renderer(figure, drawn: bool):
+    if not drawn:
+        figure.draw_without_rendering()
+        return figure._get_renderer()
+    return figure.canvas.get_renderer()
+
+
+def _sticking_out(figure, renderer, pad_in: float):
+    """``(text, pixels out, its extent, the width it stands for)`` for each text out of the padded box."""
     from matplotlib.axis import Tick
     from matplotlib.legend import Legend
     from matplotlib.text import Text
 
-    figure.draw_without_rendering()
-    renderer = figure._get_renderer()
-    box = figure.bbox.padded(-_PAD_IN * figure.dpi)  # the tight crop adds this margin around what is drawn
+    box = figure.bbox.padded(-pad_in * figure.dpi) if pad_in else figure.bbox
     ticks = {id(t) for tick in figure.findobj(Tick) for t in (tick.label1, tick.label2)}
     # a legend entry is as far out as its legend's frame
     holder = {id(t): leg for leg in figure.findobj(Legend) for t in leg.get_texts()}
-    widest = {id(leg): max((t.get_window_extent(renderer).width for t in leg.get_texts()), default=0.0)
-              for leg in figure.findobj(Legend)}
-    changed = False
+    widest = {}
     for t in figure.findobj(Text):
         text = t.get_text()
         if (id(t) in ticks or not t.get_visible() or not text.strip() or "$" in text
@@ -249,18 +280,11 @@ def fit_texts(figure) -> bool:
         leg = holder.get(id(t))
         frame = leg.get_window_extent(renderer) if leg is not None else ext
         out = max(0.0, box.x0 - frame.x0) + max(0.0, frame.x1 - box.x1)
-        # a legend is as wide as its widest entry: that one, and any nearly as wide, are narrowed
-        target = (widest[id(leg)] if leg is not None else ext.width) - 2 * out - 4 * renderer.points_to_pixels(1)
-        if out <= 0.5 or ext.width <= target:
+        if out <= 0.5:
             continue
-        shown = t._get_wrapped_text() if t.get_wrap() else text
-        lines = _wrap_pixels(shown, max(target, ext.width / 3),
-                             lambda s: renderer.get_text_width_height_descent(s, t.get_fontproperties(), False)[0])
-        if lines != shown:
-            t.set_wrap(False)
-            t.set_text(lines)
-            changed = True
-    return changed
+        if leg is not None and id(leg) not in widest:
+            widest[id(leg)] = max(x.get_window_extent(renderer).width for x in leg.get_texts())
+        yield t, out, ext, widest[id(leg)] if leg is not None else ext.width
 
 
 def _wrap_pixels(text: str, width: float, measure: Callable[[str], float]) -> str:

@@ -50,7 +50,8 @@ __all__ = ["FigureImage", "FigureWidget", "StaticAxis", "label_style", "static_f
 # CSS px per inch, device px per CSS px (2x screens), and the smallest text
 # in any picture (11 pt = 14.7 px; the page's <small> print is 14.4 px).
 from ..plots.pictures import (CSS_DPI, ENV_DIR, ENV_URL, MIN_FONT_PT, NARROW, SCALE, Rendering,  # noqa: E402
-                              enforce_min_font, palette_png, picture_html, static_env)
+                              enforce_min_font, fit_texts, palette_png, picture_html, static_env,
+                              strict_pictures, texts_outside)
 #: Every control redraws only when released (or on a click): a redraw costs
 #: tens of milliseconds, and a stream of them while dragging lags behind the
 #: hand. The static page swaps frames as the slider moves either way.
@@ -133,6 +134,7 @@ class FigureImage:
         self._background = None
         #: True while static frames are drawn: store palette PNGs (a third of the size) straight away
         self.compact = False
+        self._refitted = False
 
     def set_animated(self, artists) -> None:
         """Redraw only ``artists`` on later renders; the rest is cached."""
@@ -152,6 +154,25 @@ class FigureImage:
         """Raise every text in the figure to at least ``MIN_FONT_PT``."""
         enforce_min_font(self.figure)
 
+    def _fit_frame(self) -> bool:
+        """A static frame (the book's): wrap any text its edge would cut off; True if the frame must be drawn again.
+
+        A frame is a canvas of a fixed size: a text that sticks out is cut,
+        not shown. Its texts are broken into lines that fit (:func:`fit_texts`);
+        what still sticks out is an error where pictures are checked strictly
+        (the tests), and left cut in a reader's build.
+        """
+        if not texts_outside(self.figure, drawn=True):
+            return False
+        changed = fit_texts(self.figure, pad_in=0.0, drawn=True)
+        still = texts_outside(self.figure)
+        if still and strict_pictures():
+            raise ValueError(f"a widget frame ({self.width} x {self.height} CSS px) cuts off {still[0]!r}: "
+                             "give it room (a phone_height, a shorter label) or fewer words")
+        if changed:
+            self._background = None  # a static text may have changed: draw the background again
+        return changed
+
     def render(self) -> bytes:
         """Draw the figure, store it as PNG in the Image widget, return the bytes."""
         if self._animated:
@@ -170,6 +191,12 @@ class FigureImage:
         else:
             self.enforce_min_font()
             self.canvas.draw()
+        if self.compact and not self._refitted and self._fit_frame():
+            self._refitted = True
+            try:
+                return self.render()  # once more, with the texts broken into lines
+            finally:
+                self._refitted = False
         width, height = self.canvas.get_width_height(physical=True)
         img = PILImage.frombuffer("RGBA", (width, height), self.canvas.buffer_rgba(), "raw", "RGBA", 0, 1)
         buf = io.BytesIO()
