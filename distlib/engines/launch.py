@@ -297,14 +297,15 @@ def stray_processes(run_id: str) -> list:
     """PIDs of live processes whose environment carries ``DISTLIB_RUN_ID=run_id``."""
     if Path("/proc").is_dir():
         return sorted(_tagged(run_id))
-    try:  # not Linux: psutil, if present
+    try:  # not Linux (no /proc): psutil, a dependency of the library
         import psutil
-    except ImportError:  # pragma: no cover
+    except ImportError:  # pragma: no cover - a broken install; nothing to find with
         return []
     pids = []
     for proc in psutil.process_iter(["pid"]):  # pragma: no cover - non-Linux
         try:
-            if proc.pid != os.getpid() and proc.environ().get(RUN_ID_VAR) == run_id and proc.status() != "zombie":
+            if (proc.pid != os.getpid() and proc.environ().get(RUN_ID_VAR) == run_id
+                    and proc.status() != psutil.STATUS_ZOMBIE):
                 pids.append(proc.pid)
         except (psutil.Error, OSError):
             continue

@@ -93,6 +93,34 @@ def start(rank=None) -> bool:
     return True
 
 
+_PROC = Path("/proc")  # where Linux keeps each process's state; absent on macOS
+
+
+def _process_state(pid: int) -> str:
+    """``"stopped"`` (SIGSTOP, a debugger), ``"gone"`` (exited, or a zombie) or ``"running"``."""
+    if _PROC.is_dir():
+        try:
+            state = (_PROC / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            return "gone"
+        return {"T": "stopped", "t": "stopped", "Z": "gone", "X": "gone"}.get(state, "running")
+    try:
+        import psutil
+    except ImportError:  # pragma: no cover - psutil is a dependency; without it, claim nothing
+        return "running"
+    try:
+        status = psutil.Process(pid).status()
+    except psutil.NoSuchProcess:  # also psutil.ZombieProcess (macOS asks a zombie nothing)
+        return "gone"
+    except psutil.Error:  # e.g. AccessDenied: it is there, but says nothing more
+        return "running"
+    if status in (psutil.STATUS_STOPPED, psutil.STATUS_TRACING_STOP):
+        return "stopped"
+    if status in (psutil.STATUS_ZOMBIE, psutil.STATUS_DEAD):
+        return "gone"
+    return "running"
+
+
 @dataclass
 class Beat:
     """One rank's last heartbeat, as the launcher read it."""
@@ -109,12 +137,8 @@ class Beat:
         return time.time() - self.time
 
     def process_state(self) -> str:
-        """``"stopped"``, ``"gone"``, ``"running"`` (from ``/proc``; Linux)."""
-        try:
-            state = Path(f"/proc/{self.pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        except (OSError, IndexError):
-            return "gone"
-        return {"T": "stopped", "t": "stopped", "Z": "gone", "X": "gone"}.get(state, "running")
+        """``"stopped"``, ``"gone"`` or ``"running"``: from ``/proc`` on Linux, from psutil elsewhere (macOS)."""
+        return _process_state(self.pid)
 
     def describe(self) -> str:
         how = {"stopped": " (its process is stopped, e.g. by SIGSTOP)", "gone": " (its process has exited)"}
