@@ -29,9 +29,9 @@ rm -rf "$OUT"
 mkdir -p "$OUT/wheels"
 # Every requirement as a wheel (pip builds one where PyPI has only a source
 # archive), then the library itself.
-.venv/bin/python -m pip wheel -q --wheel-dir "$OUT/wheels" -r requirements.txt
+.venv/bin/python -m pip wheel -q --wheel-dir "$OUT/wheels" -r requirements.txt -c constraints.txt
 .venv/bin/python -m pip wheel -q --no-deps --wheel-dir "$OUT/wheels" .
-cp requirements.txt "$OUT/"
+cp requirements.txt constraints.txt "$OUT/"
 cp -r "$BOOK_DIR" "$OUT/book"
 mkdir -p "$OUT/notebooks"
 cp "$READER_DIR"/*.ipynb "$OUT/notebooks/"
