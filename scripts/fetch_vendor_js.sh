@@ -10,32 +10,43 @@
 #   the site's thebe/ folder, outside _static, so pages load them only when a
 #   reader asks for live code); reveal.js for the slides, into
 #   book/vendor-slides/reveal.js.
+# The versions live in book/js/package.json (exact versions) and every
+# package npm pulls in is pinned by book/js/package-lock.json; this runs
+# `npm ci` from them into build/npm. book/vendor/VERSIONS records the lock
+# file's sha256, so a changed lock fetches again and an unchanged one does
+# nothing (offline too). To change a version: edit book/js/package.json, run
+# `npm install --package-lock-only` in book/js, commit both files.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-WIDGETS=1.0.15
-MATHJAX=3.2.2
-THEBE=0.9.3
-REQUIREJS=2.3.8
-REVEAL=4.6.0
+js=book/js
 dest=book/vendor
-stamp="html-manager $WIDGETS, mathjax $MATHJAX, thebe $THEBE, requirejs $REQUIREJS, reveal.js $REVEAL"
-if [ -f "$dest/embed.js" ] && [ -f "$dest/mathjax/tex-svg-full.js" ] && [ -f book/live/thebe/index.js ] && [ "$(cat "$dest/VERSIONS" 2>/dev/null)" = "$stamp" ]; then
+lock_sha=$(sha256sum "$js/package-lock.json" | cut -d' ' -f1)
+versions=$(node -e '
+  const d = require("./'"$js"'/package.json").dependencies;
+  console.log(Object.keys(d).map(k => k.replace(/^@jupyter-widgets\//, "") + " " + d[k]).join(", "));
+' 2>/dev/null || echo "see $js/package.json")
+stamp="$versions; $js/package-lock.json sha256 $lock_sha"
+if [ -f "$dest/embed.js" ] && [ -f "$dest/mathjax/tex-svg-full.js" ] && [ -f book/live/thebe/index.js ] \
+   && [ -f book/vendor-slides/reveal.js/dist/reveal.js ] && [ "$(cat "$dest/VERSIONS" 2>/dev/null)" = "$stamp" ]; then
   exit 0
 fi
 command -v npm >/dev/null || { echo "npm is needed to fetch the book's JavaScript (apt-get install npm)" >&2; exit 1; }
-mkdir -p build/npm "$dest/mathjax"
-npm install --silent --no-audit --no-fund --prefix build/npm \
-  "@jupyter-widgets/html-manager@$WIDGETS" "mathjax@$MATHJAX" \
-  "thebe@$THEBE" "requirejs@$REQUIREJS" "reveal.js@$REVEAL" >/dev/null
-dist=build/npm/node_modules/@jupyter-widgets/html-manager/dist
+npm_dir=build/npm
+rm -rf "$npm_dir"
+mkdir -p "$npm_dir" "$dest/mathjax"
+cp "$js/package.json" "$js/package-lock.json" "$npm_dir/"
+# --ignore-scripts: only files are copied out of these packages, nothing is built
+npm ci --silent --no-audit --no-fund --ignore-scripts --prefix "$npm_dir" >/dev/null
+mods=$npm_dir/node_modules
+dist=$mods/@jupyter-widgets/html-manager/dist
 cp "$dist/embed.js" "$dest/"
 for f in "$dist"/*.woff "$dist"/*.woff2 "$dist"/*.ttf "$dist"/*.eot "$dist"/*.svg; do cp "$f" "$dest/"; done
-cp build/npm/node_modules/mathjax/es5/tex-svg-full.js "$dest/mathjax/"
+cp "$mods/mathjax/es5/tex-svg-full.js" "$dest/mathjax/"
 rm -rf book/live/thebe book/vendor-slides/reveal.js
 mkdir -p book/live/thebe book/vendor-slides/reveal.js
 # thebe's bundle and its chunks (not the source maps: they are 4x the size)
-find build/npm/node_modules/thebe/lib -maxdepth 1 -type f ! -name '*.map' -exec cp {} book/live/thebe/ \;
-cp build/npm/node_modules/requirejs/require.js book/live/thebe/
-cp -r build/npm/node_modules/reveal.js/dist build/npm/node_modules/reveal.js/plugin book/vendor-slides/reveal.js/
+find "$mods/thebe/lib" -maxdepth 1 -type f ! -name '*.map' -exec cp {} book/live/thebe/ \;
+cp "$mods/requirejs/require.js" book/live/thebe/
+cp -r "$mods/reveal.js/dist" "$mods/reveal.js/plugin" book/vendor-slides/reveal.js/
 echo "$stamp" > "$dest/VERSIONS"
-echo "fetched $stamp into $dest"
+echo "fetched $versions into $dest, book/live/thebe, book/vendor-slides/reveal.js"
