@@ -34,3 +34,25 @@
   install();
   document.addEventListener("DOMContentLoaded", install);
 })();
+
+// The phone menu. pydata-sphinx-theme 0.17.1 (the release sphinx-book-theme
+// 1.3.0 requires) binds its sidebar handlers to the first .primary-toggle and
+// .secondary-toggle of the page, which under sphinx-book-theme is a hidden
+// duplicate in the navbar (pydata-sphinx-theme#2451, sphinx-book-theme#988):
+// the buttons a reader sees did nothing. A click on a visible one is passed
+// to the first, which opens the sidebar on a phone and folds it on a desktop.
+(function () {
+  function forward() {
+    ["primary", "secondary"].forEach(function (kind) {
+      var buttons = document.querySelectorAll("." + kind + "-toggle");
+      var bound = buttons[0];
+      Array.prototype.slice.call(buttons, 1).forEach(function (b) {
+        if (b.dataset.distbookForward) return;
+        b.dataset.distbookForward = "1";
+        b.addEventListener("click", function (e) { e.preventDefault(); e.stopPropagation(); bound.click(); });
+      });
+    });
+  }
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", forward);
+  else forward();
+})();
