@@ -10,6 +10,7 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 bash scripts/setup_colab_env.sh
 bash scripts/install_chromium.sh
+bash scripts/describe_machine.sh || true  # what these tests ran on, for the log
 export MPLBACKEND=Agg PYTHONHASHSEED=0
 .venv/bin/python -m pytest tests distlib notebooks --doctest-modules \
   --nbval-lax --nbval-cell-timeout=180 -p no:cacheprovider "$@"
