@@ -2,9 +2,9 @@
 
 ::
 
-    sudo python benchmarks/bench_minicluster.py                 # 2 nodes x 2 ranks at 1, 2, 5 Gbit/s, ~1.5 minutes
-    sudo python benchmarks/bench_minicluster.py --rates 0.5,1 --sizes 4M,32M --iters 7
-    sudo python benchmarks/bench_minicluster.py --engine gloo --out race.json
+    sudo .venv/bin/python benchmarks/bench_minicluster.py                 # 2 nodes x 2 ranks at 1, 2, 5 Gbit/s, ~1.5 minutes
+    sudo .venv/bin/python benchmarks/bench_minicluster.py --rates 0.5,1 --sizes 4M,32M --iters 7
+    sudo .venv/bin/python benchmarks/bench_minicluster.py --engine gloo --out race.json
 
 For every link rate it makes a mini cluster (:mod:`distlib.minicluster`:
 network namespaces joined by veth links that ``tc tbf`` throttles to the rate,

@@ -580,9 +580,11 @@ def bus_bandwidth(collective, n_bytes, p, seconds):
     way instead of ``2 (p-1)/p * n``. The time approaches ``n / bandwidth``,
     and busbw, which still applies ``2 (p-1)/p``, approaches ``2 (p-1)/p``
     times the link rate (1.75x for 8 GPUs). The factor then no longer
-    describes the traffic; recent nccl-tests switch to ``(p-1)/(p+1)`` when
-    the ``NCCL_ALGO`` environment variable reads ``NVLS`` or ``NVLSTREE``
-    (upper case: ``src/all_reduce.cu`` compares exact strings).
+    describes the traffic, but nccl-tests prints it all the same: its
+    ``src/all_reduce.cu`` (v2.19.6) always applies ``2 (p-1)/p``, since it
+    cannot know which algorithm NCCL ran (NVIDIA/nccl-tests issue 366); a
+    correction for a pinned ``NCCL_ALGO`` exists only as an open pull request
+    (NVIDIA/nccl-tests#239).
 
     Parameters
     ----------
