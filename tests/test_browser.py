@@ -340,3 +340,76 @@ def test_search_snippets_show_prose_not_the_setup_cell_or_latex(browser, book_se
     assert "Set-up" not in joined and "REPO_URL" not in joined
     assert "\\(" not in joined and "\\frac" not in joined and "\\alpha" not in joined
     visit.close()
+
+
+# ---- the phone menu ------------------------------------------------------------
+
+def _visible_toggle(page, kind):
+    buttons = page.locator(f"button.{kind}-toggle")
+    shown = [buttons.nth(i) for i in range(buttons.count()) if buttons.nth(i).is_visible()]
+    assert shown, f"no visible .{kind}-toggle"
+    return shown[0]
+
+
+_ON_SCREEN_LINKS = """(sel) => [...document.querySelectorAll(sel)].filter(a => {
+    const r = a.getBoundingClientRect(), cs = getComputedStyle(a);
+    return r.width > 0 && r.height > 0 && r.left >= 0 && r.right <= window.innerWidth + 0.5
+           && cs.visibility !== 'hidden' && a.offsetParent !== null;
+  }).map(a => a.getAttribute('href'))"""
+
+
+@pytest.mark.parametrize("width", [390, 360])
+def test_on_a_phone_both_menus_open_and_reach_every_chapter(browser, book_server, width):
+    """pydata-sphinx-theme 0.17.1 binds its toggles to a hidden duplicate: the visible buttons must still work."""
+    base, _ = book_server
+    visit = PageVisit(browser, f"{base}/{CHAPTERS[2]}", context={"viewport": {"width": width, "height": 800}},
+                      settle_ms=500)
+    page = visit.page
+    assert not page.evaluate(_ON_SCREEN_LINKS, ".bd-sidebar-primary a.reference")  # closed at first
+    _visible_toggle(page, "primary").click()
+    page.wait_for_timeout(600)
+    links = page.evaluate(_ON_SCREEN_LINKS, ".bd-sidebar-primary a.reference")
+    for chapter in CHAPTERS:
+        assert any(h and h.split("#")[0].endswith(chapter.split("/")[-1]) for h in links), (chapter, links)
+    page.keyboard.press("Escape")
+    page.wait_for_timeout(400)
+    _visible_toggle(page, "secondary").click()
+    page.wait_for_timeout(600)
+    sections = page.evaluate(_ON_SCREEN_LINKS, ".bd-sidebar-secondary a")
+    assert len([h for h in sections if h and h.startswith("#")]) >= 3, sections
+    page.keyboard.press("Escape")
+    page.wait_for_timeout(400)
+    # a link in the menu takes the reader to another chapter
+    _visible_toggle(page, "primary").click()
+    page.wait_for_timeout(600)
+    last = CHAPTERS[-1].split("/")[-1]
+    page.locator(f".bd-sidebar-primary a.reference[href$='{last}']").locator("visible=true").first.click()
+    page.wait_for_load_state("load")
+    assert page.url.endswith(last)
+    assert not visit.errors, visit.errors[:3]
+    visit.close()
+
+
+def test_on_a_desktop_the_sidebar_toggle_folds_and_unfolds_the_contents(browser, book_server):
+    base, _ = book_server
+    visit = PageVisit(browser, f"{base}/{CHAPTERS[2]}", context={"viewport": {"width": 1280, "height": 900}},
+                      settle_ms=500)
+    page = visit.page
+    before = len(page.evaluate(_ON_SCREEN_LINKS, ".bd-sidebar-primary a.reference"))
+    assert before >= len(CHAPTERS)
+    _visible_toggle(page, "primary").click()
+    page.wait_for_timeout(600)
+    assert len(page.evaluate(_ON_SCREEN_LINKS, ".bd-sidebar-primary a.reference")) == 0
+    _visible_toggle(page, "primary").click()
+    page.wait_for_timeout(600)
+    assert len(page.evaluate(_ON_SCREEN_LINKS, ".bd-sidebar-primary a.reference")) == before
+    visit.close()
+
+
+def test_the_public_pages_offer_no_live_code(browser, book_server):
+    """Live code needs the workshop's JupyterLab; a reader of the public book has none to connect to."""
+    base, _ = book_server
+    for chapter in CHAPTERS[:2]:
+        visit = PageVisit(browser, f"{base}/{chapter}", settle_ms=300)
+        assert visit.page.locator("#distbook-live-button").count() == 0
+        visit.close()

@@ -10,8 +10,9 @@
  *
  * Where the server is: workshop.sh prints a book URL ending in
  * "#jupyter=http://127.0.0.1:8888&token=..."; the page remembers it (local
- * storage) for the other chapters. Otherwise the button asks for the
- * JupyterLab URL with its token.
+ * storage) for the other chapters. The button shows only then: on the public
+ * book no server can answer, so there is none. (Should the remembered server
+ * be gone, the button asks for the JupyterLab URL with its token.)
  */
 (function () {
   "use strict";
@@ -153,6 +154,10 @@
     if (!document.querySelector("div.cell div.cell_input")) return;  // nothing to run here
     var hashed = fromHash();
     if (hashed) remember(hashed);
+    // Only where a kernel can answer: a page opened from the address
+    // workshop.sh prints, or a later page of the same book (remembered in this
+    // site's local storage). A reader of the public book never sees it.
+    if (!hashed && !remembered()) return;
     var bar = document.createElement("div");
     bar.className = "distbook-live-bar";
     var button = document.createElement("button");
