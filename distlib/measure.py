@@ -126,7 +126,7 @@ def describe_cpu() -> str:
         pass
     model = model or platform.processor() or platform.machine() or "unknown CPU"
     n = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    return f"CPU: {model} ({n} logical cores available)"
+    return f"CPU: {model} ({n} logical {'core' if n == 1 else 'cores'} available)"
 
 
 def _blas_details() -> dict:

@@ -370,6 +370,9 @@ def test_on_a_phone_both_menus_open_and_reach_every_chapter(browser, book_server
     page.wait_for_timeout(600)
     links = page.evaluate(_ON_SCREEN_LINKS, ".bd-sidebar-primary a.reference")
     for chapter in CHAPTERS:
+        if chapter == CHAPTERS[2]:
+            assert "#" in links  # the page itself
+            continue
         assert any(h and h.split("#")[0].endswith(chapter.split("/")[-1]) for h in links), (chapter, links)
     page.keyboard.press("Escape")
     page.wait_for_timeout(400)

@@ -62,7 +62,7 @@ def test_str_names_device_and_unit(flops):
 
 
 def test_describe_cpu_mentions_cores():
-    assert "logical cores" in M.describe_cpu()
+    assert "logical core" in M.describe_cpu()
 
 
 @pytest.mark.parametrize("kwargs,exc,match", [

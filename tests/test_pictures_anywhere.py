@@ -51,7 +51,7 @@ CASES = [(1, 1e-3), (4096, 1e3)]
 
 
 def _measurements(cpu: str, cores: int, scale: float):
-    device = f"CPU: {cpu} ({cores} logical cores available)"
+    device = f"CPU: {cpu} ({cores} logical {'core' if cores == 1 else 'cores'} available)"
     flops = dl.Measurement(2e10 * scale, "FLOP/s", device, "numpy matmul", (0.1,), 2e9,
                            {"n": 1024, "dtype": "float64"})
     copy = dl.Measurement(8e9 * scale ** 0.5, "B/s", device, "numpy copy", (0.1,), 8e8, {})
@@ -151,7 +151,7 @@ def test_chapter_3_builds_its_pictures_under_another_cpu_name_on_one_core(tmp_pa
     outputs = [o for c in nb["cells"] if c["cell_type"] == "code" for o in c.get("outputs", [])]
     assert not [o for o in outputs if o["output_type"] == "error"]
     printed = "".join("".join(o.get("text", "")) for o in outputs if o["output_type"] == "stream")
-    assert f"CPU: {_FAKE} (1 logical cores available)" in printed  # the kernel saw the other CPU, one core
+    assert f"CPU: {_FAKE} (1 logical core available)" in printed  # the kernel saw the other CPU, one core
     shown = ["".join(o["data"]["text/html"]) for o in outputs if "text/html" in o.get("data", {})]
     shown = [h for h in shown if "distlib-picture" in h]
     assert len(shown) >= 2 and any("Xeon" in h for h in shown)  # the measured roofline among them
