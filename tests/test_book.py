@@ -54,3 +54,14 @@ def test_colab_launch_button_points_at_the_repository(book_build):
     page = (html / "notebooks" / "01_ring.html").read_text()
     # the published branch (scripts/publish.sh), where the reader copy sits next to the page
     assert "colab.research.google.com/github/distbook/distributed-training-book/blob/gh-pages/notebooks/01_ring.ipynb" in page
+
+
+def test_no_page_names_a_cdn_for_its_scripts(book_build):
+    """sphinx-thebe's inline configuration named unpkg.com on every page; nothing here uses it."""
+    _, _, html = book_build
+    for page in sorted(html.rglob("*.html")):
+        text = page.read_text(errors="replace")
+        scripts = re.findall(r"<script[^>]*>.*?</script>", text, flags=re.S)
+        bad = [s[:120] for s in scripts if re.search(r"unpkg\.com|cdn\.jsdelivr\.net|cdnjs\.cloudflare\.com", s)]
+        assert not bad, (page.relative_to(html), bad)
+        assert "sphinx-thebe.js" not in text

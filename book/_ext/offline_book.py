@@ -1,8 +1,9 @@
 """Small fixes so every page of the static book loads cleanly with no network.
 
-- sphinx-thebe registers its inline configuration script twice in this
-  toolchain (Sphinx 7.4), and the second ``const THEBE_JS_URL`` declaration is
-  a JavaScript error on every page: drop exact duplicate scripts.
+- Drop exact duplicate scripts (an extension that registers one twice would
+  declare its constants twice: a JavaScript error on every page), and
+  sphinx-thebe's script and configuration, which name a CDN and which nothing
+  here starts: the book's Live code brings its own Thebe.
 - pydata-sphinx-theme logs "Got invalid theme mode" on a first visit unless a
   default mode is configured: set one.
 - Refuse to build a page that would load a script from another host, so an
@@ -46,7 +47,7 @@ def _dedupe_and_check(app, pagename, templatename, context, doctree):
     seen, kept = set(), []
     for script in scripts:
         key = _key(script)
-        if key in seen:
+        if key in seen or _is_sphinx_thebe(script):
             continue
         seen.add(key)
         kept.append(script)
@@ -54,6 +55,21 @@ def _dedupe_and_check(app, pagename, templatename, context, doctree):
         if filename.startswith(("http://", "https://", "//")):
             raise ExtensionError(f"{pagename}: a script would load from the network: {filename}")
     scripts[:] = kept
+    css = context.get("css_files")
+    if css:
+        css[:] = [c for c in css if "sphinx-thebe" not in (getattr(c, "filename", None) or "")]
+
+
+def _is_sphinx_thebe(script) -> bool:
+    """sphinx-thebe's script and its inline configuration, which names a CDN (unpkg.com).
+
+    Jupyter Book adds them to every page, but nothing here starts them (no
+    Thebe launch button is configured): the book's own Live code
+    (``book/vendor/livecode.js``) brings its Thebe from the book itself.
+    """
+    filename = getattr(script, "filename", None) or ""
+    body = str(getattr(script, "attributes", {}).get("body", ""))
+    return "sphinx-thebe" in filename or "THEBE_JS_URL" in body
 
 
 def _config(app, config):
