@@ -56,3 +56,31 @@
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", forward);
   else forward();
 })();
+
+// Boxes that scroll sideways (a printed table, a wide table, a display
+// equation on a phone): marked, so distbook.css fades the edge with more to
+// see, and kept up to date as the reader scrolls or turns the phone.
+(function () {
+  var SELECTOR = ".cell_output .output, .cell_output pre, .pst-scrollable-table-container, div.math, " +
+                 "mjx-container[display='true']";
+  function update(el) {
+    var more = el.scrollWidth > el.clientWidth + 1;
+    el.classList.toggle("distbook-scrolls", more);
+    el.classList.toggle("distbook-at-start", !more || el.scrollLeft <= 1);
+    el.classList.toggle("distbook-at-end", !more || el.scrollLeft + el.clientWidth >= el.scrollWidth - 1);
+  }
+  function mark() {
+    document.querySelectorAll(SELECTOR).forEach(function (el) {
+      if (!el.dataset.distbookScroll) {
+        el.dataset.distbookScroll = "1";
+        el.addEventListener("scroll", function () { update(el); }, { passive: true });
+      }
+      update(el);
+    });
+  }
+  window.addEventListener("load", function () {
+    mark();
+    setTimeout(mark, 1500);  // after MathJax has typeset the equations
+  });
+  window.addEventListener("resize", mark);
+})();
