@@ -40,14 +40,8 @@ echo "wrote constraints.txt ($(grep -c '==' constraints.txt) pins)"
 
 # The Colab stand-in (scripts/setup_colab_env.sh): the same for
 # requirements-colab.txt, in Python 3.12 with Colab's pip.
-PY312=${COLAB_PYTHON:-}
-if [ -z "$PY312" ]; then
-  for candidate in "$HOME"/.pyenv/versions/3.12*/bin/python "$(command -v python3.12 || true)"; do
-    if [ -n "$candidate" ] && [ -x "$candidate" ]; then PY312=$candidate; break; fi
-  done
-fi
-if [ -z "$PY312" ]; then
-  echo "lock.sh: no Python 3.12 (set COLAB_PYTHON): constraints-colab.txt left as it is" >&2
+if ! PY312=$(bash scripts/colab_python.sh); then
+  echo "lock.sh: constraints-colab.txt left as it is" >&2
   exit 0
 fi
 "$PY312" -m venv "$tmp/colab"

@@ -15,16 +15,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 V=.venv-colab
-PY=${COLAB_PYTHON:-}
-if [ -z "$PY" ]; then
-  for candidate in "$HOME"/.pyenv/versions/3.12*/bin/python "$(command -v python3.12 || true)"; do
-    if [ -n "$candidate" ] && [ -x "$candidate" ]; then PY=$candidate; break; fi
-  done
-fi
-if [ -z "$PY" ]; then
-  echo "setup_colab_env.sh: no Python 3.12 found (Colab runs 3.12); set COLAB_PYTHON=/path/to/python3.12" >&2
-  exit 1
-fi
+PY=$(bash scripts/colab_python.sh) || { echo "setup_colab_env.sh: cannot make the Colab stand-in" >&2; exit 1; }
 if ! "$V/bin/python" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 12))' 2>/dev/null; then
   rm -rf "$V"
   "$PY" -m venv "$V"
