@@ -156,6 +156,20 @@ def _base_p_static():
     return P_STATIC
 
 
+@pytest.mark.parametrize("name", ["ring", "walls", "collectives"])
+def test_every_frame_says_in_words_what_it_shows(built, name):
+    """A static frame's alt text is its own read-out, so a screen reader hears what the picture shows."""
+    import html as html_lib
+    import re
+
+    wdg, _ = built(name)
+    pics = [c.value for c in _walk(wdg) if isinstance(c, w.HTML) and "<picture" in c.value]
+    alts = [html_lib.unescape(re.search(r' alt="([^"]*)"', h).group(1)) for h in pics]
+    assert alts and all(len(a) >= 20 for a in alts), alts[:3]
+    assert len(set(alts)) > 1  # frames for other values say other things
+    assert not any("<" in a for a in alts)  # words, not the read-out's HTML
+
+
 def test_inline_frames_embed_png(tmp_path):
     _base.static_frames("inline")
     try:

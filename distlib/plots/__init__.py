@@ -3,6 +3,7 @@
 Import a topic's module explicitly, e.g. ``from distlib.plots import ring``.
 """
 
+import html as _html
 import re as _re
 
 __all__ = ["animation_html", "crisp_inline_figures"]
@@ -96,4 +97,5 @@ def _jshtml(anim, width: float, height: float, **kwargs) -> str:
     anim.__dict__.pop("_html_representation", None)  # to_jshtml keeps its first answer (if it has one)
     html = anim.to_jshtml(**kwargs)
     css = f"width:{round(width)}px;max-width:100%;height:auto"
-    return re.sub(r'(<img id="_anim_img\w*")', rf'\1 style="{css}"', html, count=1)
+    alt = _html.escape("animation, its last frame: " + pictures._alt(fig), quote=True).replace("\\", "\\\\")
+    return re.sub(r'(<img id="_anim_img\w*")', rf'\1 style="{css}" alt="{alt}"', html, count=1)

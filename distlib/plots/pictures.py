@@ -477,6 +477,12 @@ def install_figure_formatter(ip, folder: str | Path | None, url: str = "") -> No
 
 
 def _alt(fig) -> str:
-    titles = [ax.get_title() for ax in fig.axes if ax.get_title()]
+    """Alt text for ``fig``: its titles, and what each plot draws against what (its axis labels)."""
     sup = fig._suptitle.get_text() if getattr(fig, "_suptitle", None) is not None else ""
-    return "; ".join([t for t in [sup, *titles] if t]) or "figure"
+    parts = [sup] if sup else []
+    for ax in fig.axes:
+        title = " ".join(ax.get_title().split())
+        y, x = (" ".join(lab.split()) for lab in (ax.get_ylabel(), ax.get_xlabel()))
+        axes = f"{y} against {x}" if x and y else (y or x)
+        parts.append(": ".join(t for t in (title, axes) if t))
+    return "; ".join(p for p in parts if p) or "figure"

@@ -496,10 +496,26 @@ class FigureWidget(w.VBox):
         if picture is None:
             wide = Rendering(frame.png, self.fig.width, self.fig.height)
             narrow = Rendering(phone.png, self._twin.fig.width, self._twin.fig.height)
-            picture = w.HTML(picture_html(wide, narrow, folder=cfg.folder, url=cfg.url), **kw)
+            picture = w.HTML(picture_html(wide, narrow, folder=cfg.folder, url=cfg.url,
+                                          alt=self._alt_text(frame.summary)), **kw)
             picture.add_class("distlib-picture-box")
             shared["pictures"][key] = picture
         return self._leaf_layout(picture, w.HTML(frame.summary, **kw))
+
+    def _alt_text(self, summary_html: str) -> str:
+        """What a static frame shows, for a reader who cannot see it: the frame's own read-out as text.
+
+        (The read-out is drawn from the same state as the picture; a widget
+        with none falls back to the first line of its docstring.)
+        """
+        import html
+        import re
+
+        said = " ".join(html.unescape(re.sub(r"<[^>]+>", " ", summary_html)).split())
+        if not said:
+            doc = (type(self).__doc__ or "").strip().splitlines()
+            said = doc[0].strip() if doc else type(self).__name__
+        return said if len(said) <= 400 else said[:397].rstrip() + "..."
 
     def _leaf_layout(self, image: w.Widget, summary: w.Widget) -> w.Widget:
         return w.VBox([image, *self._extra, summary], layout=self._shared["box"])
