@@ -434,3 +434,16 @@ def test_the_public_pages_offer_no_live_code(browser, book_server):
         visit = PageVisit(browser, f"{base}/{chapter}", settle_ms=300)
         assert visit.page.locator("#distbook-live-button").count() == 0
         visit.close()
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_every_picture_says_what_it_shows(browser, book_server, chapter):
+    """Alt text on every image of a chapter: figures name their titles and axes, widget frames their read-out."""
+    base, _ = book_server
+    visit = _static_visit(browser, base, chapter, viewport={"width": 1280, "height": 900})
+    missing = visit.page.evaluate(
+        """() => [...document.querySelectorAll('article img')]
+             .filter(i => !(i.getAttribute('alt') || '').trim() || i.getAttribute('alt') === 'figure')
+             .map(i => (i.getAttribute('src') || '').slice(-40))""")
+    visit.close()
+    assert not missing, missing[:8]
