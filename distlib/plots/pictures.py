@@ -32,8 +32,8 @@ from pathlib import Path
 from typing import Callable
 
 __all__ = ["MIN_FONT_PT", "WIDE_MAX", "NARROW", "PHONE_MAX_VIEWPORT", "SCALE", "CSS_DPI", "Rendering",
-           "enforce_min_font", "render_figure", "fit_texts", "texts_outside", "strict_pictures", "ENV_STRICT", "render_pair", "phone_layout", "phone_copy",
-           "lay_out_for_phone", "picture_html",
+           "enforce_min_font", "render_figure", "fit_texts", "texts_outside", "strict_pictures", "ENV_STRICT",
+           "render_pair", "phone_layout", "phone_copy", "lay_out_for_phone", "picture_html",
            "install_figure_formatter", "static_env", "palette_png", "constrained_layout", "ENV_DIR", "ENV_URL"]
 
 #: CSS pixels per inch (the browser's reference pixel).
@@ -92,12 +92,13 @@ def enforce_min_font(figure, pt: float = MIN_FONT_PT) -> None:
 _PAD_IN = 0.06
 
 
-def _png(figure, *, tight: bool, compact: bool) -> Rendering:
+def _png(figure, *, tight: bool, compact: bool, ratio: float = 1.0) -> Rendering:
+    """``figure`` as a PNG at ``SCALE`` device pixels per CSS px (times ``ratio``: fewer, to shrink it)."""
     from PIL import Image as PILImage
 
     buf = io.BytesIO()
     kw = {"bbox_inches": "tight", "pad_inches": _PAD_IN} if tight else {}
-    figure.savefig(buf, format="png", dpi=CSS_DPI * SCALE, facecolor="white", **kw)
+    figure.savefig(buf, format="png", dpi=CSS_DPI * SCALE * ratio, facecolor="white", **kw)
     img = PILImage.open(io.BytesIO(buf.getvalue()))
     w, h = img.size
     data = palette_png(img) if compact else buf.getvalue()
@@ -199,19 +200,14 @@ def _shrunk(figure, max_width: float, *, tight: bool, compact: bool, drawn: Rend
     """The last resort of :func:`render_figure`: ``figure`` drawn at fewer pixels, ``max_width`` CSS px wide."""
     from PIL import Image as PILImage
 
-    buf = io.BytesIO()
-    kw = {"bbox_inches": "tight", "pad_inches": _PAD_IN} if tight else {}
     ratio = max_width / drawn.width
     for _ in range(4):
-        buf = io.BytesIO()
-        figure.savefig(buf, format="png", dpi=CSS_DPI * SCALE * ratio, facecolor="white", **kw)
-        img = PILImage.open(io.BytesIO(buf.getvalue()))
-        w, h = img.size
-        if w <= max_width * SCALE:
+        out = _png(figure, tight=tight, compact=compact, ratio=ratio)
+        pixels = PILImage.open(io.BytesIO(out.png)).size[0]
+        if pixels <= max_width * SCALE:  # never more pixels than 2x its CSS width: never stretched
             break
-        ratio *= max_width * SCALE / (w + 1)
-    data = palette_png(img) if compact else buf.getvalue()
-    return Rendering(data, min(int(max_width), round(w / SCALE)), round(h / SCALE))
+        ratio *= max_width * SCALE / (pixels + 1)
+    return Rendering(out.png, min(int(max_width), out.width), out.height)
 
 
 def fit_texts(figure, *, pad_in: float = _PAD_IN, drawn: bool = False) -> bool:
