@@ -97,5 +97,6 @@ def _jshtml(anim, width: float, height: float, **kwargs) -> str:
     anim.__dict__.pop("_html_representation", None)  # to_jshtml keeps its first answer (if it has one)
     html = anim.to_jshtml(**kwargs)
     css = f"width:{round(width)}px;max-width:100%;height:auto"
-    alt = _html.escape("animation, its last frame: " + pictures._alt(fig), quote=True).replace("\\", "\\\\")
-    return re.sub(r'(<img id="_anim_img\w*")', rf'\1 style="{css}" alt="{alt}"', html, count=1)
+    alt = _html.escape("animation, its last frame: " + pictures._alt(fig), quote=True)
+    # a function, not a template: the alt text is inserted as it is, backslashes and all
+    return re.sub(r'(<img id="_anim_img\w*")', lambda m: f'{m.group(1)} style="{css}" alt="{alt}"', html, count=1)
