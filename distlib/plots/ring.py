@@ -52,13 +52,18 @@ class RingPicture:
     chunks in flight during the step that comes next, coloured by phase.
     """
 
-    def __init__(self, ax, trace: RingTrace, *, annotate: bool | None = None):
+    def __init__(self, ax, trace: RingTrace, *, annotate: bool | None = None, chunk_shift: int = 0):
         self.ax = ax
         self.trace = trace
         p = trace.p
         self.p = p
         self.n_frames = len(trace.steps) + 1
-        self._held = trace.holdings_each_step().sum(axis=3)
+        #: chunks are named (chunk - chunk_shift) mod p, and drawn in the order of their names:
+        #: 0 is the trace's own numbering (chapter 1's: rank r ends the reduce-scatter owning
+        #: chunk r + 1), 1 is MPI_Reduce_scatter's (rank r ends owning chunk r)
+        self.chunk_shift = int(chunk_shift) % max(p, 1)
+        held = trace.holdings_each_step().sum(axis=3)
+        self._held = np.roll(held, -self.chunk_shift, axis=2) if self.chunk_shift else held
         self.annotate = p <= 6 if annotate is None else annotate
 
         self._static = []
@@ -148,7 +153,7 @@ class RingPicture:
                 a.set_visible(True)
                 a.set_color(PHASE_COLORS[t.phase])
                 tag.set_position(self._tag_xy[t.src])
-                tag.set_text(f"c{t.chunk}")
+                tag.set_text(f"c{(t.chunk - self.chunk_shift) % p}")
                 tag.set_visible(p <= 6)  # beyond six GPUs the tags would cover the GPU names
             # the title counts steps done, as the step slider does (0 = start)
             self.title.set_text(f"step {step} of {len(steps)}; next: {phase}")

@@ -8,7 +8,7 @@ import ipywidgets as w
 import numpy as np
 
 from ..cluster import StepTime, cluster_step
-from ..fmt import fmt_bytes, fmt_rate, fmt_seconds, fmt_flops
+from ..fmt import fmt_bytes, fmt_count, fmt_rate, fmt_seconds, fmt_flops
 from ..plots.ring import PHASE_COLORS, RingPicture, StepBars
 from ..ring import RingTrace, simulate_ring_allreduce
 from ._base import CONTINUOUS_UPDATE, FigureImage, FigureWidget, StaticAxis, control_layout, label_style, log_slider
@@ -20,6 +20,8 @@ P_MIN, P_MAX = 2, 12
 P_STATIC = list(range(2, 9))
 ELEMENTS_PER_CHUNK = 4
 ITEMSIZE = 4  # float32
+#: chunk names -> RingPicture's chunk_shift (see RingWidget)
+NUMBERINGS = {"ring": 0, "mpi": 1}
 
 
 class RingWidget(FigureWidget):
@@ -29,7 +31,12 @@ class RingWidget(FigureWidget):
     the frame shown (0 = before the first step, ``2 (p - 1)`` = done).
     """
 
-    def __init__(self, p: int = 4, *, step: int = 0, interval_ms: int = 900):
+    def __init__(self, p: int = 4, *, step: int = 0, interval_ms: int = 900, numbering: str = "ring"):
+        if numbering not in NUMBERINGS:
+            raise ValueError(f"numbering must be one of {sorted(NUMBERINGS)}, got {numbering!r}")
+        #: "ring": chapter 1's chunk names (rank r ends the reduce-scatter owning chunk r + 1);
+        #: "mpi": the library's and MPI_Reduce_scatter's (rank r ends owning chunk r)
+        self.numbering = numbering
         if not P_MIN <= int(p) <= P_MAX:
             raise ValueError(f"p must be an integer in [{P_MIN}, {P_MAX}], got {p}")
         self.interval_ms = int(interval_ms)
@@ -89,7 +96,7 @@ class RingWidget(FigureWidget):
         self.fig.invalidate()
         if self.picture is not None:
             self.picture.remove()
-        self.picture = RingPicture(self.fig.ax, self.trace)
+        self.picture = RingPicture(self.fig.ax, self.trace, chunk_shift=NUMBERINGS[self.numbering])
         self.fig.set_animated(self.picture.dynamic_artists)
         n_steps = len(self.trace.steps)
         if self.step_slider.value > n_steps:
@@ -149,7 +156,7 @@ class ClusterWidget(FigureWidget):
         self.dtype_buttons = w.ToggleButtons(options=[("bf16 gradients", 2), ("fp32 gradients", 4)],
                                              value=bytes_per_value)
         self.link_slider = log_slider(value=link_bandwidth / 1e9, base=10, min=0, max=3, step=0.05,
-                                            description="link GB/s (one direction)", readout_format=".3g",
+                                            description="link bandwidth (GB/s, one way)", readout_format=".3g",
                                             style=style, layout=layout)
         self.tflops_slider = log_slider(value=flops_per_gpu / 1e12, base=10, min=1, max=4, step=0.05,
                                               description="peak dense TFLOP/s per GPU", readout_format=".4g",
@@ -176,9 +183,13 @@ class ClusterWidget(FigureWidget):
         self._finish()
 
     def static_axes(self):
-        # cluster sizes 1 to 16,384 and model sizes around the prose's 7B
-        return [StaticAxis("p_slider", [2.0**i for i in range(15)], labels=lambda v: f"{v:,.0f}"),
-                StaticAxis("params_slider", [1e9, 7e9, 70e9, 1e12], labels=lambda v: f"{v:.3g}")]
+        # what the prose asks the reader to move: the cluster size, the link (down to one
+        # NIC's 50 GB/s and to 100 and 10 Gb Ethernet) and the tokens per GPU, for the
+        # prose's 7B model and a 70B one (the start values are added to each grid)
+        return [StaticAxis("p_slider", [8.0, 64.0, 512.0, 4096.0, 16384.0], labels=lambda v: f"{v:,.0f}"),
+                StaticAxis("params_slider", [7e9, 70e9], labels=fmt_count),
+                StaticAxis("link_slider", [1.25, 12.5, 50.0, 450.0], labels=lambda v: f"{v:.3g} GB/s"),
+                StaticAxis("tokens_slider", [512.0, 4096.0, 32768.0], labels=lambda v: f"{v:,.0f}")]
 
     def compute(self) -> StepTime:
         return cluster_step(
