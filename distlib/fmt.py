@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 
-__all__ = ["Text", "si", "fmt_bytes", "fmt_seconds", "fmt_rate", "fmt_flops", "fmt_share"]
+__all__ = ["Text", "si", "fmt_bytes", "fmt_seconds", "fmt_rate", "fmt_flops", "fmt_share", "fmt_count", "fmt_bytes_binary"]
 
 _PREFIXES = [(1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"), (1.0, "")]
 
@@ -55,6 +55,19 @@ def fmt_bytes(n_bytes: float, *, digits: int = 3) -> Text:
     return si(n_bytes, "B", digits=digits)
 
 
+def fmt_bytes_binary(n_bytes: float, *, digits: int = 3) -> Text:
+    """Format with a binary prefix (KiB = 1024 B), for sizes that are powers of two.
+
+    >>> fmt_bytes_binary(16 * 2**20), fmt_bytes_binary(4096), fmt_bytes_binary(100), fmt_bytes_binary(1.5 * 2**30)
+    (16 MiB, 4 KiB, 100 B, 1.5 GiB)
+    """
+    x = float(n_bytes)
+    for k, prefix in [(4, "Ti"), (3, "Gi"), (2, "Mi"), (1, "Ki")]:
+        if abs(x) >= 1024**k:
+            return Text(f"{x / 1024**k:.{digits}g} {prefix}B")
+    return Text(f"{x:.{digits}g} B")
+
+
 def fmt_seconds(seconds: float, *, digits: int = 3) -> Text:
     """Seconds, switching to hours, days or years when they read better.
 
@@ -85,6 +98,19 @@ def fmt_flops(flops_per_second: float, *, digits: int = 3) -> Text:
     989 TFLOP/s
     """
     return si(flops_per_second, "FLOP/s", digits=digits)
+
+
+def fmt_count(n: float, *, digits: int = 3) -> Text:
+    """A count as the prose writes it: digits with commas below a million, then words.
+
+    >>> fmt_count(4096), fmt_count(7e9), fmt_count(1.75e11), fmt_count(1e12), fmt_count(2.5e6)
+    (4,096, 7 billion, 175 billion, 1 trillion, 2.5 million)
+    """
+    x = float(n)
+    for scale, word in [(1e12, "trillion"), (1e9, "billion"), (1e6, "million")]:
+        if abs(x) >= scale:
+            return Text(f"{x / scale:.{digits}g} {word}")
+    return Text(f"{x:,.0f}" if x == round(x) else f"{x:,.{digits}g}")
 
 
 def fmt_share(fraction: float) -> Text:

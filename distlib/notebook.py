@@ -10,14 +10,18 @@ from __future__ import annotations
 __all__ = ["glue", "in_colab"]
 
 
-def glue(name: str, value, *, display: bool = False):
-    """Store ``value`` under ``name`` for the book's prose; return ``value``."""
+def glue(name: str, value, *, display: bool = False) -> None:
+    """Store ``value`` under ``name`` for the book's prose (where myst-nb is installed).
+
+    Returns nothing, so that a cell ending in a glue shows no stray value in a
+    reader's Jupyter or Colab (where the book's prose is not there to use it).
+    """
     try:
         from myst_nb import glue as _glue
     except ImportError:
-        return value
+        return None
     _glue(name, value, display=display)
-    return value
+    return None
 
 
 def in_colab() -> bool:

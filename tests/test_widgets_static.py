@@ -118,12 +118,15 @@ def test_every_live_static_control_drives_a_stack_of_distinct_frames(built, name
 def test_the_prose_values_are_grid_points_and_selected_first(built):
     cw, _ = built("collectives")
     sel = {c.description: c for c in _walk(cw) if isinstance(c, w.SelectionSlider)}
-    assert sel["buffer per rank (bytes)"].value == 2**20
+    assert sel["buffer per rank"].value == 2**20
     assert sel["ranks p"].value == 64
-    assert sel["buffer per rank (bytes)"].label == fmt_bytes(2**20)
+    # the read-outs carry their units, as the prose writes them (no 1.00e+12, no 5.00e-6)
+    assert sel["buffer per rank"].label == fmt_bytes(2**20)
+    assert [label for label, _ in sel["alpha: latency per message"].options][:2] == ["1 µs", "5 µs"]
+    assert "450 GB/s" in [label for label, _ in sel["bandwidth per link, one way"].options]
     ov, _ = built("overlap")
     sel = {c.description: c for c in _walk(ov) if isinstance(c, w.SelectionSlider)}
-    assert sel["bucket capacity (MiB)"].value == 25
+    assert sel["bucket capacity"].value == 25 and sel["bucket capacity"].label == "25 MiB"
 
 
 def test_the_initial_frame_is_the_live_picture(built):

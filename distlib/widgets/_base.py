@@ -286,8 +286,9 @@ class FigureWidget(w.VBox):
     of the static page) and ``_layout(...)`` (how the parts are arranged).
     """
 
-    #: Controls that cannot be live on the static page: name -> reason.
-    static_reason = "fixed on this static page; open the chapter in Colab or Jupyter to change it"
+    #: What the static page says under its live controls, before the fixed (greyed-out) ones.
+    static_reason = ("to change them, open the chapter in Colab or Jupyter "
+                     "(the rocket at the top of the page) or download it")
 
     controls: list
     fig: FigureImage
@@ -391,9 +392,8 @@ class FigureWidget(w.VBox):
             if not ax.local:
                 vals = ax.grid(initial)
                 shared_controls[ax.control] = self._selector(ax, vals, initial[ax.control])
-        # disabled controls, with the reason said once under them
-        fixed = []
-        shown = []
+        # the live controls first; then the fixed ones, greyed out, under one line that says why
+        fixed, shown, fixed_controls = [], [], []
         for c in self.controls:
             name = next(n for n in self._control_names() if getattr(self, n) is c)
             if name in live:
@@ -401,12 +401,15 @@ class FigureWidget(w.VBox):
                     shown.append(shared_controls[name][0])
                 continue
             c.disabled = True
-            shown.append(c)
-            fixed.append(c.description or name)
+            c.add_class("distlib-fixed")
+            fixed_controls.append(c)
+            fixed.append(_unit_free(c.description or name))
         note = []
         if fixed:
-            note = [w.HTML(f"<small class='distlib-static-note'>{', '.join(_plain(f) for f in fixed)}: "
-                           f"{self.static_reason}.</small>")]
+            note = [w.HTML(f"<small class='distlib-static-note'>Fixed on this static page: "
+                           f"{', '.join(_plain(f) for f in fixed)}; {self.static_reason}.</small>")]
+        shown = shown + note + fixed_controls
+        note = []
         self._twin = self._phone_twin()
         self.fig.compact = self._twin.fig.compact = True
         try:
@@ -526,6 +529,11 @@ def _sort_key(v):
         return (0, float(v))
     except (TypeError, ValueError):
         return (1, str(v))
+
+
+def _unit_free(description: str) -> str:
+    """A control's name without its unit: "link GB/s (one direction)" -> "link GB/s"."""
+    return str(description).split(" (")[0]
 
 
 def _plain(text: str) -> str:

@@ -77,10 +77,15 @@ class CollectivesWidget(FigureWidget):
         self._finish()
 
     def static_axes(self):
-        # every decade of message size (1 MB and 1 MiB, the prose's, are added as start values),
-        # and rank counts from a pair to a thousand
-        return [StaticAxis("p", [2, 8, 64, 256, 1024]),
-                StaticAxis("n_bytes", [10.0**k for k in range(11)], labels=fmt_bytes)]
+        # message sizes from 100 B to 100 MB (1 MB and 1 MiB, the prose's, are added as start
+        # values), rank counts from a pair to a thousand,
+        # and the latency and bandwidth the prose asks the reader to set: a microsecond to
+        # a CPU-class 25 µs, 100 Gb Ethernet to NVLink 4's 450 GB/s per direction
+        return [StaticAxis("alpha", [1e-6, 5e-6, 25e-6], labels=fmt_seconds, description="alpha: latency per message"),
+                StaticAxis("bandwidth", [12.5e9, 50e9, 450e9], labels=fmt_rate,
+                           description="bandwidth per link, one way"),
+                StaticAxis("p", [2, 64, 1024]),
+                StaticAxis("n_bytes", [1e2, 1e4, 1e8], labels=fmt_bytes, description="buffer per rank")]
 
     # ---- model -------------------------------------------------------------
     def compute(self):

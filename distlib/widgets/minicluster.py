@@ -12,7 +12,7 @@ import ipywidgets as w
 import numpy as np
 
 from ..collectives import bus_bandwidth, two_level_allreduce_time
-from ..fmt import fmt_bytes, fmt_rate, fmt_seconds
+from ..fmt import fmt_bytes, fmt_bytes_binary, fmt_rate, fmt_seconds
 from ..plots.collectives import format_bytes_axis
 from ._base import (CONTINUOUS_UPDATE, FigureImage, FigureWidget, StaticAxis, control_layout, label_style,
                     log_slider)
@@ -78,10 +78,13 @@ class TwoLevelWidget(FigureWidget):
     def static_axes(self):
         # the chapter's race: the link rate it throttles to and the size it races, with
         # the node count and ranks per node a reader most wants to change
-        gbit = [0.5, 1, 2, 5, 10, 100]
-        return [StaticAxis("nodes_dropdown", NODE_COUNTS[:5]),
+        # and the buffer the prose asks the reader to shrink (the start value is added)
+        gbit = [0.5, 1, 10]
+        return [StaticAxis("nodes_dropdown", NODE_COUNTS[:4]),
                 StaticAxis("ranks_slider", [1, 2, 4, 8]),
-                StaticAxis("link_slider", [g * 1e9 / 8 for g in gbit], labels=lambda b: f"{b * 8 / 1e9:g} Gbit/s")]
+                StaticAxis("link_slider", [g * 1e9 / 8 for g in gbit], labels=lambda b: f"{b * 8 / 1e9:g} Gbit/s",
+                           description="link per node (per direction)"),
+                StaticAxis("size_slider", [4.0 * 2**10, 256.0 * 2**10], labels=fmt_bytes_binary)]
 
     def _params(self) -> dict:
         return dict(alpha_intra=self.alpha_intra_slider.value, bandwidth_intra=self.intra_slider.value,

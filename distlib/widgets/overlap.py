@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import ipywidgets as w
 
-from ..fmt import fmt_bytes, fmt_rate, fmt_seconds
+from ..fmt import fmt_bytes, fmt_bytes_binary, fmt_rate, fmt_seconds
 from ..overlap import DDPStep, ddp_step, gradient_profile
 from ..plots.overlap import TimelinePicture
 from ._base import CONTINUOUS_UPDATE, FigureImage, FigureWidget, StaticAxis, control_layout, label_style, log_slider
@@ -57,7 +57,7 @@ class OverlapWidget(FigureWidget):
                                              description="latency alpha per step (µs)", readout_format=".3g",
                                              continuous_update=CONTINUOUS_UPDATE, style=style, layout=layout)
         self.bandwidth_slider = log_slider(value=bandwidth_gb_per_s, base=10, min=-1, max=3, step=0.05,
-                                                 description="link GB/s (one direction)", readout_format=".3g",
+                                                 description="link bandwidth (GB/s, one way)", readout_format=".3g",
                                                  continuous_update=CONTINUOUS_UPDATE, style=style, layout=layout)
         self.p_slider = log_slider(value=p, base=2, min=1, max=10, step=1, description="ranks (p)",
                                          readout_format=".0f", continuous_update=CONTINUOUS_UPDATE, style=style,
@@ -81,10 +81,14 @@ class OverlapWidget(FigureWidget):
         self._finish()
 
     def static_axes(self):
-        # bucket capacities from 1 MiB to 4 GiB (PyTorch's default 25 MiB added as the start value),
-        # link speeds from 1 to 400 GB/s, and overlap on or off
-        return [StaticAxis("bucket_slider", [2.0**k for k in range(0, 13, 2)], labels=lambda v: f"{v:.3g}"),
-                StaticAxis("bandwidth_slider", [1.0, 10.0, 25.0, 100.0, 400.0], labels=lambda v: f"{v:.3g}"),
+        # what the prose asks the reader to move: bucket capacities from 1 MiB to 4 GiB,
+        # the latency and the link speed (each start value is added), and overlap on or off
+        return [StaticAxis("bucket_slider", [1.0, 4.0, 16.0, 64.0, 256.0, 4096.0], labels=lambda v: f"{v:.3g} MiB",
+                           description="bucket capacity"),
+                StaticAxis("alpha_slider", [1.0, 10.0, 100.0], labels=lambda v: f"{v:.3g} µs",
+                           description="latency alpha per step"),
+                StaticAxis("bandwidth_slider", [1.0, 25.0, 400.0], labels=lambda v: f"{v:.3g} GB/s",
+                           description="link bandwidth (one way)"),
                 StaticAxis("overlap_buttons", [True, False])]
 
     def compute(self) -> DDPStep:
@@ -115,8 +119,9 @@ class OverlapWidget(FigureWidget):
                  "backward of the layer after it" if tl.backed_up and tl.overlap else
                  "no all-reduce waits for the one before it")
         self.summary.value = (
-            f"{s.n_buckets} bucket{'s' if s.n_buckets != 1 else ''} of up to "
-            f"{fmt_bytes(self.bucket_slider.value * 2**20)}, all-reduced over {s.p} ranks at "
+            f"{s.n_buckets} bucket{'s' if s.n_buckets != 1 else ''} of about "
+            f"{fmt_bytes(self.grad_slider.value * 1e9 / s.n_buckets)} (a bucket closes once it reaches the "
+            f"{fmt_bytes_binary(self.bucket_slider.value * 2**20)} capacity), all-reduced over {s.p} ranks at "
             f"{fmt_rate(s.bandwidth)} per direction<br>"
             f"step {fmt_seconds(s.iteration_time)} = forward + backward {fmt_seconds(s.compute_time)} "
             f"+ <b>exposed communication {fmt_seconds(s.exposed_comm)}</b> "

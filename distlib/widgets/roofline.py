@@ -65,8 +65,11 @@ class RooflineWidget(FigureWidget):
 
     def static_axes(self):
         lo, hi = SIZE_LOG2_RANGE
-        return [StaticAxis("operation_dropdown", list(OPERATION_KINDS)),
-                StaticAxis("size_slider", [float(2**k) for k in range(lo, hi + 1)], labels=lambda v: f"{v:.0f}")]
+        # five of the table's chips (the prose's "pick an accelerator"), every operation, and
+        # sizes a factor of four apart (the start value is added)
+        return [StaticAxis("accelerator_dropdown", ["A100", "H100", "B200", "MI300X", "TPU v5p"]),
+                StaticAxis("operation_dropdown", list(OPERATION_KINDS)),
+                StaticAxis("size_slider", [float(2**k) for k in range(lo, hi + 1, 2)], labels=lambda v: f"{v:,.0f}")]
 
     @property
     def n(self) -> int:

@@ -10,7 +10,7 @@ import html
 
 import ipywidgets as w
 
-from ..fmt import fmt_bytes, fmt_rate, fmt_seconds
+from ..fmt import fmt_bytes, fmt_count, fmt_rate, fmt_seconds
 from ..hardware import accelerator as _accelerator
 from ..hardware import accelerator_names
 from ..plots.walls import MemoryBars, TimeBars
@@ -23,6 +23,10 @@ __all__ = ["WallsWidget", "CHIP_COUNTS"]
 CHIP_COUNTS = [2**i for i in range(15)]
 TIME_RANGE = (1.0, 1e14)  # seconds: 1 s to about 3 million years
 
+
+#: The recipes as a reader reads them (the library's names are for code)
+RECIPE_LABELS = {"bf16_adam": "bf16, fp32 Adam moments", "mixed_precision_adam": "mixed precision, fp32 master",
+                 "fp32_adam": "fp32 throughout"}
 
 class WallsWidget(FigureWidget):
     """Sliders for a training run; bars for the memory and compute walls; text for communication.
@@ -46,7 +50,7 @@ class WallsWidget(FigureWidget):
         self.tokens_slider = log_slider(value=tokens, base=10, min=9, max=13.3, step=0.05,
                                               description="training tokens", readout_format=".3g",
                                               continuous_update=cu, style=style, layout=layout)
-        self.recipe_dropdown = w.Dropdown(options=[(f"{k}: {r.bytes_per_param:g} B/param", k)
+        self.recipe_dropdown = w.Dropdown(options=[(f"{RECIPE_LABELS.get(k, k)}: {r.bytes_per_param:g} B/param", k)
                                                    for k, r in RECIPES.items()],
                                           value=recipe, description="recipe", style=style, layout=layout)
         self.accelerator_dropdown = w.Dropdown(options=accelerator_names(), value=_accelerator(accelerator).name,
@@ -86,7 +90,9 @@ class WallsWidget(FigureWidget):
 
     def static_axes(self):
         # model sizes the prose walks through (7B, 70B, 175B, 1T), every ZeRO stage, cluster sizes
-        return [StaticAxis("params_slider", [1e9, 7e9, 70e9, 175e9, 1e12], labels=lambda v: f"{v:.3g}"),
+        # and the accelerator the prose switches, H100 to MI300X (the start value is added)
+        return [StaticAxis("params_slider", [7e9, 70e9, 175e9, 1e12], labels=fmt_count),
+                StaticAxis("accelerator_dropdown", ["H100", "MI300X"]),
                 StaticAxis("chips_dropdown", [1, 8, 64, 512, 4096, 16384]),
                 StaticAxis("stage_buttons", [0, 1, 2, 3])]
 
