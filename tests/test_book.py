@@ -30,7 +30,7 @@ def test_widget_js_is_served_by_the_book_not_a_cdn(book_build):
     assert re.search(r'src="\.\./_static/embed\.js', page)
     assert (html / "_static" / "embed.js").stat().st_size > 1_000_000
     # MathJax too comes from the book
-    assert 'src="../_static/mathjax/tex-svg-full.js' in page and "cdn.jsdelivr" not in page
+    assert 'src="../_static/mathjax/tex-chtml.js' in page and "cdn.jsdelivr" not in page
     # The Font Awesome fix must run before the theme's Font Awesome does: the
     # theme's script is deferred (runs after parsing), ours is not.
     assert re.search(r'<script defer src="[^"]*fontawesome', page)

@@ -28,7 +28,7 @@ from reader_notebooks import escape_markdown, format_glue, load_glue  # one way 
 
 ROOT = Path(__file__).resolve().parents[1]
 REVEAL = ROOT / "book" / "vendor-slides" / "reveal.js"
-MATHJAX = ROOT / "book" / "vendor" / "mathjax" / "tex-svg-full.js"
+MATHJAX = ROOT / "book" / "vendor-slides" / "mathjax" / "tex-svg-full.js"  # no web fonts: slides open from file://
 
 GLUE_ROLE = re.compile(r"\{glue:text\}`([^`:]+)(?::([^`]*))?`")
 ROLE = re.compile(r"\{(?:ref|numref|doc|eq|term|math)\}`([^`]*)`")

@@ -17,6 +17,9 @@
   scrolling at 1280 px) and ``static/distbook.js`` (search snippets without
   the Colab set-up cell or raw LaTeX) on every page.
 - The set-up cell (tag ``colab-setup``) stays out of the search index.
+- No page loads Font Awesome's JavaScript (543 kB gzipped, the theme's
+  template adds it): the theme's CSS already draws every icon from Font
+  Awesome's web font, so the script only swapped those icons for SVGs.
 - The book has no index entries, so it has no empty ``genindex`` page.
 - A page whose executed cells show a traceback fails the build.
 """
@@ -25,6 +28,7 @@ from __future__ import annotations
 
 import os
 import posixpath
+import re
 from pathlib import Path
 
 from docutils import nodes
@@ -118,6 +122,19 @@ def _without_setup_cell(word_collector):
     return collect
 
 
+_FA_SCRIPT = re.compile(r'<script defer src="[^"]*_static/scripts/fontawesome\.js(\?[^"]*)?"></script>\s*')
+
+
+def _without_fontawesome_js(app, exception):
+    """After an HTML build: take the theme's Font Awesome script out of every page."""
+    if exception is not None or app.builder.format != "html":
+        return
+    for page in Path(app.outdir).rglob("*.html"):
+        text = page.read_text(encoding="utf-8")
+        if "fontawesome.js" in text:
+            page.write_text(_FA_SCRIPT.sub("", text), encoding="utf-8")
+
+
 def setup(app):
     from sphinx.search import IndexBuilder
 
@@ -127,6 +144,7 @@ def setup(app):
     app.connect("source-read", _static_frames_for)
     app.connect("doctree-resolved", _no_error_outputs)
     app.connect("html-page-context", _dedupe_and_check, priority=900)
+    app.connect("build-finished", _without_fontawesome_js, priority=100)
     app.add_css_file("distbook.css")
     app.add_js_file("distbook.js")
     return {"parallel_read_safe": False, "parallel_write_safe": True}

@@ -402,8 +402,10 @@ class FigureWidget(w.VBox):
                 continue
             c.disabled = True
             c.add_class("distlib-fixed")
+            if hasattr(c, "readout"):
+                c.readout = False  # its value is said in words in the note, not as 7e+09
             fixed_controls.append(c)
-            fixed.append(_unit_free(c.description or name))
+            fixed.append(_fixed_text(c, name))
         note = []
         if fixed:
             note = [w.HTML(f"<small class='distlib-static-note'>Fixed on this static page: "
@@ -534,6 +536,51 @@ def _sort_key(v):
 def _unit_free(description: str) -> str:
     """A control's name without its unit: "link GB/s (one direction)" -> "link GB/s"."""
     return str(description).split(" (")[0]
+
+
+def _control_name(ctrl, attribute: str) -> str:
+    """What a reader calls a control: its label without unit, or (a row of buttons) its choices."""
+    if ctrl.description:
+        return _unit_free(ctrl.description)
+    labels = getattr(ctrl, "_options_labels", None)
+    return " or ".join(labels) if labels else attribute.replace("_", " ")
+
+
+def _fixed_text(ctrl, attribute: str) -> str:
+    """A fixed control in the static note: its name and value ("MFU 0.4"), or a button row's chosen label."""
+    if not ctrl.description and getattr(ctrl, "_options_labels", None):
+        return str(ctrl.label)
+    return f"{_control_name(ctrl, attribute)} {_value_text(ctrl)}".strip()
+
+
+def _value_text(ctrl) -> str:
+    """A control's value as the prose writes it, with the unit its label names.
+
+    >>> _value_text(w.FloatLogSlider(value=5e-5, min=-7, max=-3, description="latency between nodes (s)"))
+    '50 µs'
+    >>> _value_text(w.FloatLogSlider(value=1e12, min=9, max=13, description="training tokens"))
+    '1 trillion'
+    >>> _value_text(w.FloatSlider(value=0.4, description="MFU"))
+    '0.4'
+    """
+    from ..fmt import fmt_bytes, fmt_bytes_binary, fmt_count, fmt_flops, fmt_rate, fmt_seconds
+
+    labels = getattr(ctrl, "_options_labels", None)
+    if labels is not None:
+        return f"({ctrl.label})" if getattr(ctrl, "description", "") else ""
+    v = ctrl.value
+    unit = ""
+    if " (" in (ctrl.description or ""):
+        unit = ctrl.description.split(" (", 1)[1].rstrip(")").split(",")[0].split(" ")[0]
+    as_unit = {"s": fmt_seconds, "B/s": fmt_rate, "bytes": fmt_bytes, "B": fmt_bytes,
+               "ms": lambda x: fmt_seconds(x / 1e3), "µs": lambda x: fmt_seconds(x / 1e6),
+               "GB/s": lambda x: fmt_rate(x * 1e9), "GB": lambda x: fmt_bytes(x * 1e9),
+               "MiB": lambda x: fmt_bytes_binary(x * 2**20), "TFLOP/s": lambda x: fmt_flops(x * 1e12)}
+    if unit in as_unit:
+        return str(as_unit[unit](float(v)))
+    if isinstance(v, int) or float(v).is_integer() or abs(float(v)) >= 1e6:
+        return str(fmt_count(v))
+    return f"{float(v):.3g}"
 
 
 def _plain(text: str) -> str:

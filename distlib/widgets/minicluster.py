@@ -84,7 +84,8 @@ class TwoLevelWidget(FigureWidget):
                 StaticAxis("ranks_slider", [1, 2, 4, 8]),
                 StaticAxis("link_slider", [g * 1e9 / 8 for g in gbit], labels=lambda b: f"{b * 8 / 1e9:g} Gbit/s",
                            description="link per node (per direction)"),
-                StaticAxis("size_slider", [4.0 * 2**10, 256.0 * 2**10], labels=fmt_bytes_binary)]
+                StaticAxis("size_slider", [4.0 * 2**10, 256.0 * 2**10], labels=fmt_bytes_binary,
+                           description="buffer per rank")]
 
     def _params(self) -> dict:
         return dict(alpha_intra=self.alpha_intra_slider.value, bandwidth_intra=self.intra_slider.value,
@@ -110,7 +111,7 @@ class TwoLevelWidget(FigureWidget):
         top = max(float(np.max(c)) for c in curves.values()) if N * L > 1 else 0.0
         top = max(top, kw["bandwidth_inter"])
         scale, unit = (1e9, "GB/s") if top >= 1e9 else (1e6, "MB/s")  # tick labels of at most 4 digits
-        for name, color in (("ring", "#1f77b4"), ("hierarchical", "#d62728")):
+        for name, color in (("ring", "#1f77b4"), ("hierarchical", "#D55E00")):
             ax.plot(_SIZES, curves[name] / scale, color=color, label="flat ring" if name == "ring" else "hierarchical")
             ax.plot([r.n_bytes], [r.busbw[name] / scale], "o", color=color)
         ax.axhline(kw["bandwidth_inter"] / scale, color="black", linestyle=":", label="link per node")

@@ -115,7 +115,7 @@ class OverlapWidget(FigureWidget):
             self.fig.invalidate()
             self.fig.set_animated(self.picture.animated)
         self.fig.render()
-        queue = ("<b style='color:#d62728'>the all-reduces queue up</b>: each takes longer than the "
+        queue = ("<b style='color:#D55E00'>the all-reduces queue up</b>: each takes longer than the "
                  "backward of the layer after it" if tl.backed_up and tl.overlap else
                  "no all-reduce waits for the one before it")
         self.summary.value = (

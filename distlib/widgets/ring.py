@@ -64,7 +64,7 @@ class RingWidget(FigureWidget):
             "<small>cells: one per chunk; "
             "<span style='background:#fff;border:1px solid #888'>&nbsp;own data&nbsp;</span> "
             "<span style='background:#f7c873'>&nbsp;partial sum&nbsp;</span> "
-            "<span style='background:#2ca02c;color:#fff'>&nbsp;full sum&nbsp;</span>; "
+            "<span style='background:#009E73;color:#fff'>&nbsp;full sum&nbsp;</span>; "
             f"arrows: chunks in flight, <span style='color:{PHASE_COLORS['reduce-scatter']}'>reduce-scatter</span> "
             f"then <span style='color:{PHASE_COLORS['all-gather']}'>all-gather</span></small>"
         )
@@ -206,10 +206,10 @@ class ClusterWidget(FigureWidget):
         self.result = s = self.compute()
         self.bars.update(s)
         self.fig.render()
-        verdict = ("<b style='color:#d62728'>communication-bound</b>: the all-reduce outlasts the compute, "
+        verdict = ("<b style='color:#D55E00'>communication-bound</b>: the all-reduce outlasts the compute, "
                    "so even perfect overlap leaves the GPUs waiting"
                    if s.communication_bound else
-                   "<b style='color:#2ca02c'>compute-bound</b>: perfect overlap could hide the all-reduce")
+                   "<b style='color:#009E73'>compute-bound</b>: perfect overlap could hide the all-reduce")
         self.summary.value = (
             f"compute {fmt_seconds(s.compute_time)} ({fmt_flops(s.achieved_flops)} achieved per GPU) &middot; "
             f"all-reduce {fmt_seconds(s.comm_time)} ({fmt_bytes(s.bytes_sent_per_gpu)} sent per GPU of a "

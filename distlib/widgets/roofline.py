@@ -83,7 +83,7 @@ class RooflineWidget(FigureWidget):
         self.fig.render()
         ridge = pl.roof.ridge_point
         side = "below" if op.intensity < ridge else "above"
-        color = "#d62728" if pl.bound == "memory" else "#2ca02c"
+        color = "#D55E00" if pl.bound == "memory" else "#009E73"
         self.summary.value = (
             f"<div style='font-size:0.9em'><b>{html.escape(op.name)}</b>: {op.flops:.3g} FLOP, "
             f"{fmt_bytes(op.n_bytes)} moved, intensity {op.intensity:.3g} FLOP/byte, {side} "

@@ -122,16 +122,16 @@ class WallsWidget(FigureWidget):
 def _summary_html(r: Walls, states) -> str:
     chip = html.escape(r.accelerator.name)
     if r.fits:
-        mem = (f"<b style='color:#2ca02c'>fits</b>: {fmt_bytes(r.state_per_gpu.total)} of model state per GPU, "
+        mem = (f"<b style='color:#009E73'>fits</b>: {fmt_bytes(r.state_per_gpu.total)} of model state per GPU, "
                f"{r.memory_fraction:.0%} of {chip}'s {fmt_bytes(r.hbm_bytes)} (activations not counted)")
     else:
         need = r.min_gpus
         hint = (f"ZeRO-{r.stage} would need at least {need:,} chips" if need != float("inf")
                 else f"no number of chips is enough at ZeRO-{r.stage}")
-        mem = (f"<b style='color:#d62728'>does not fit</b>: {fmt_bytes(r.state_per_gpu.total)} per GPU is "
+        mem = (f"<b style='color:#D55E00'>does not fit</b>: {fmt_bytes(r.state_per_gpu.total)} per GPU is "
                f"{r.memory_fraction:.1f}x {chip}'s {fmt_bytes(r.hbm_bytes)}; {hint}")
-    comm_verdict = ("<b style='color:#d62728'>longer than</b>" if r.communication_bound
-                    else "<b style='color:#2ca02c'>shorter than</b>")
+    comm_verdict = ("<b style='color:#D55E00'>longer than</b>" if r.communication_bound
+                    else "<b style='color:#009E73'>shorter than</b>")
     per_stage = " &middot; ".join(f"ZeRO-{s}: {fmt_bytes(st.total)}" for s, st in enumerate(states))
     return (
         f"<div style='font-size:0.9em'>"
