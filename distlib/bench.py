@@ -598,7 +598,8 @@ def main(argv=None) -> int:
             return 0
         if ranks > gpus:
             print(f"--engine nccl needs one GPU per rank: {ranks} ranks but {gpus} GPU(s) visible. NCCL refuses two "
-                  "ranks of one communicator on one GPU ('Duplicate GPU detected'); use --ranks "
+                  "ranks of one communicator on one GPU by default ('Duplicate GPU detected' up to 2.29; "
+                  "from 2.30 unless NCCL_MULTI_RANK_GPU_ENABLE=1, and then without NVLS); use --ranks "
                   f"{gpus} or --engine gloo", file=sys.stderr)  # fmt: skip
             return 2
     from distlib.engines.launch import run_torch

@@ -189,3 +189,17 @@ def test_animation_comes_twice_in_the_book_and_once_elsewhere(monkeypatch, tmp_p
     widths = [int(w) for w in re.findall(r'style="width:(\d+)px;max-width:100%', twice)]
     assert widths[0] <= pictures.WIDE_MAX and widths[1] == pictures.NARROW
     assert twice.index("distlib-only-wide") < twice.index("distlib-only-narrow")
+
+
+def test_state_is_never_carried_by_red_against_green():
+    """Colour-blind readers (about 1 in 12 men) cannot tell tab10's red from its
+    green: no picture or read-out of the library uses that pair; state colours
+    are Okabe and Ito's vermillion (#D55E00) and bluish green (#009E73)."""
+    from pathlib import Path
+
+    import distlib
+
+    root = Path(distlib.__file__).parent
+    offenders = [str(p.relative_to(root)) for p in root.rglob("*.py")
+                 if {"#d62728", "#2ca02c"} & set(re.findall(r"#[0-9a-f]{6}", p.read_text().lower()))]
+    assert not offenders, offenders

@@ -9,9 +9,11 @@ NCCL runs one rank per GPU. What this example does depends on the machine:
 
 * **No CUDA GPU** (or a CPU-only PyTorch): it says so and skips. Nothing
   else can stand in for NCCL; the gloo chapters cover CPU collectives.
-* **Fewer GPUs than ranks** (e.g. one GPU, two ranks): NCCL refuses to put
-  two ranks of one communicator on the same device -- its initialisation
-  fails with ``Duplicate GPU detected`` -- so the example explains that and
+* **Fewer GPUs than ranks** (e.g. one GPU, two ranks): NCCL refuses by
+  default to put two ranks of one communicator on the same device -- up to
+  2.29 its initialisation fails with ``Duplicate GPU detected``; 2.30 says
+  "Multiple ranks detected using the same GPU" unless
+  ``NCCL_MULTI_RANK_GPU_ENABLE=1`` (and then runs without NVLS) -- so the example explains that and
   runs the same all-reduce over **gloo on the CUDA tensors** (gloo copies
   them through host memory). ``--try-nccl`` attempts NCCL anyway and
   prints the error it gives.
@@ -56,8 +58,9 @@ def as_rank(mib: float, try_nccl: bool) -> None:
     if p > gpus and not try_nccl:
         backend = "gloo"
         say(
-            f"{p} ranks but {gpus} GPU(s): NCCL refuses two ranks of one communicator on the same GPU "
-            "('Duplicate GPU detected'), so this run uses gloo on the CUDA tensors instead."
+            f"{p} ranks but {gpus} GPU(s): NCCL refuses two ranks of one communicator on the same GPU by default "
+            "('Duplicate GPU detected' up to NCCL 2.29; from 2.30 unless NCCL_MULTI_RANK_GPU_ENABLE=1), "
+            "so this run uses gloo on the CUDA tensors instead."
         )
     device = torch.device("cuda", rank % gpus)
     torch.cuda.set_device(device)

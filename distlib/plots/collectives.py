@@ -28,7 +28,7 @@ __all__ = [
     "phone_relayout",
 ]
 
-ALGORITHM_COLORS = {"ring": "#1f77b4", "tree": "#2ca02c", "halving_doubling": "#d62728", "recursive_doubling": "#ff7f0e"}
+ALGORITHM_COLORS = {"ring": "#1f77b4", "tree": "#009E73", "halving_doubling": "#D55E00", "recursive_doubling": "#ff7f0e"}
 ALGORITHM_LABELS = {"ring": "ring", "tree": "binomial tree", "halving_doubling": "halving-doubling",
                     "recursive_doubling": "recursive doubling"}
 

@@ -9,7 +9,7 @@ from .overlap import phone_figure
 
 __all__ = ["plot_race"]
 
-_COLORS = {"ring": "#1f77b4", "hierarchical": "#d62728", "builtin": "#7f7f7f"}
+_COLORS = {"ring": "#1f77b4", "hierarchical": "#D55E00", "builtin": "#7f7f7f"}
 _LABELS = {"ring": "flat ring", "hierarchical": "hierarchical", "builtin": "MPICH built-in"}
 
 

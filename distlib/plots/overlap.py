@@ -27,7 +27,7 @@ COLORS = {
     "forward": "#9e9e9e",
     "backward": ("#4c72b0", "#7a98cf"),  # alternate shades so adjacent layers stay apart
     "comm": ("#dd8452", "#f2b48a"),
-    "exposed": "#d62728",
+    "exposed": "#D55E00",
 }
 _ROW_Y = {"compute": 1.0, "comm": 0.0}
 _HEIGHT = 0.6
@@ -300,13 +300,13 @@ def plot_bucket_sweep(ax, sweep: BucketSweep, *, mark_best=True) -> dict:
     scale, unit = time_unit(max(sweep.one_bucket_time, float(np.max(sweep.iteration_time))))
     (line,) = ax.plot(sweep.bucket_bytes, sweep.iteration_time * scale, marker="o", markersize=3,
                       color="#4c72b0", label="step time (DDP buckets)")
-    floor = ax.axhline(sweep.compute_time * scale, color="#2ca02c", linestyle="--", linewidth=1,
+    floor = ax.axhline(sweep.compute_time * scale, color="#009E73", linestyle="--", linewidth=1,
                        label="compute only, F + B")
-    one = ax.axhline(sweep.one_bucket_time * scale, color="#d62728", linestyle=":", linewidth=1.2,
+    one = ax.axhline(sweep.one_bucket_time * scale, color="#D55E00", linestyle=":", linewidth=1.2,
                      label="one all-reduce after backward")
     best = None
     if mark_best:
-        (best,) = ax.plot([sweep.best_bucket_bytes], [sweep.best_time * scale], "o", color="#d62728",
+        (best,) = ax.plot([sweep.best_bucket_bytes], [sweep.best_time * scale], "o", color="#D55E00",
                           markersize=7, markerfacecolor="none")
         # above the minimum, where the curve is flat and nothing else is drawn
         ax.annotate(f"best {fmt_bytes(sweep.best_bucket_bytes)}", (sweep.best_bucket_bytes, sweep.best_time * scale),
@@ -349,7 +349,7 @@ def plot_measured_sweep(ax, comparison, *, cpu=False) -> dict:
     top = max(float(np.max(comparison.measured_overlap)), float(np.max(comparison.measured_no_overlap)),
               float(np.max(comparison.predicted_overlap)), float(comparison.predicted_no_overlap))
     scale, unit = time_unit(top)
-    blue, red, green = "#4c72b0", "#d62728", "#2ca02c"
+    blue, red, green = "#4c72b0", "#D55E00", "#009E73"
     out = {}
     (out["model_overlap"],) = ax.plot(x, comparison.predicted_overlap * scale, "--", color=blue, linewidth=1.2,
                                       label="model: overlap (DDP)")

@@ -26,9 +26,9 @@ __all__ = [
     "PHASE_COLORS",
 ]
 
-PHASE_COLORS = {REDUCE_SCATTER: "#d62728", "all-gather": "#1f77b4"}
+PHASE_COLORS = {REDUCE_SCATTER: "#D55E00", "all-gather": "#1f77b4"}
 _RAD = -0.3  # curvature of the ring's arrows
-_DONE = np.array([0.17, 0.63, 0.17, 1.0])  # fully reduced chunk: green
+_DONE = np.array([0.0, 0.62, 0.45, 1.0])  # fully reduced chunk: bluish green (#009E73, Okabe-Ito)
 _EMPTY = np.array([1.0, 1.0, 1.0, 1.0])  # only the GPU's own data: white
 _LIGHT = np.array([1.0, 0.93, 0.75, 1.0])  # partial sums: amber, deeper as they fill
 _DEEP = np.array([0.9, 0.55, 0.05, 1.0])
@@ -270,7 +270,7 @@ class StepBars:
         ax.set_xticks([0, 0.25, 0.5, 0.75, 1.0])
         ax.set_xlabel("share of the step without overlap")
         ax.xaxis.set_major_formatter(lambda x, pos: f"{x:.0%}")
-        green, red = "#2ca02c", "#d62728"
+        green, red = "#009E73", "#D55E00"
         self.comp0 = ax.barh(1, 0.5, height=0.7, color=green, label="compute")[0]
         self.comm0 = ax.barh(1, 0.5, height=0.7, left=0.5, color=red, label="all-reduce")[0]
         # with overlap the two run side by side: two lanes in one row
@@ -319,7 +319,7 @@ class StepBars:
         self._place(self.labels[0], str(fmt_seconds(comp)), inside_x=fc / 2, share=fc, lane_y=0.18,
                     color="#1b7a1b")
         self._place(self.labels[1], str(fmt_seconds(comm)), inside_x=fc + fm / 2, share=fm, lane_y=-0.18,
-                    color="#d62728")
+                    color="#D55E00")
         longer = max(fc, fm)
         step_text = f"step {fmt_seconds(max(comp, comm))}"
         self.labels[2].set_position((longer + 0.02, 0))
@@ -331,7 +331,7 @@ class StepBars:
         no, yes = f"{step.utilization_no_overlap:.0%}", f"{step.utilization_overlap:.0%}"
         sep = ",\n" if self.narrow else ", "
         self.title.set_text(f"{verdict}\nGPU busy {no} without overlap{sep}{yes} with")
-        self.title.set_color("#d62728" if step.communication_bound else "#2ca02c")
+        self.title.set_color("#D55E00" if step.communication_bound else "#009E73")
         return self
 
 
@@ -349,9 +349,9 @@ def plot_step_vs_p(ax, steps) -> list:
     ps = [s.p for s in steps]
     comp = np.array([s.compute_time for s in steps])
     comm = np.array([s.comm_time for s in steps])
-    lines = ax.plot(ps, comp, "o-", color="#2ca02c", label="compute")
-    lines += ax.plot(ps, comm, "s-", color="#d62728", label="ring all-reduce")
-    ax.fill_between(ps, 0, max(comp.max(), comm.max()) * 1.1, where=comm > comp, color="#d62728",
+    lines = ax.plot(ps, comp, "o-", color="#009E73", label="compute")
+    lines += ax.plot(ps, comm, "s-", color="#D55E00", label="ring all-reduce")
+    ax.fill_between(ps, 0, max(comp.max(), comm.max()) * 1.1, where=comm > comp, color="#D55E00",
                     alpha=0.08, label="communication-bound")
     ax.set_xscale("log", base=2)
     ax.set_xlabel("GPUs, p (same tokens per GPU)")

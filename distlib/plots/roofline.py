@@ -20,7 +20,7 @@ from ..roofline import Operation, Placement, Roof, attainable_flops, place, roof
 __all__ = ["plot_roofline", "RooflinePicture", "ROOF_COLORS"]
 
 _OP_MARKERS = ["s", "D", "^", "v", "o", "P", "X", "<", ">", "h", "p", "*"]
-ROOF_COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf",
+ROOF_COLORS = ["#1f77b4", "#D55E00", "#009E73", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf",
                "#7f7f7f", "#bcbd22"]
 
 
@@ -127,7 +127,7 @@ def plot_roofline(ax, specs, operations=(), measured=None, *, xlim=None, ylim=No
     first = roofs[0]
     for j, o in enumerate(operations):
         pl = place(o, first)
-        color = "#d62728" if pl.bound == "memory" else "#2ca02c"
+        color = "#D55E00" if pl.bound == "memory" else "#009E73"
         marker = _OP_MARKERS[j % len(_OP_MARKERS)]
         label = _entry(o.name, f"{_intensity(o.intensity)} FLOP/B") if label_ops == "legend" else None
         (pt,) = ax.plot([o.intensity], [pl.attainable_flops], marker, color=color, markersize=6, zorder=5,
@@ -277,7 +277,7 @@ class RooflinePicture:
         xi = min(max(op.intensity, self.xlim[0]), self.xlim[1])
         yi = min(max(pl.attainable_flops, self.ylim[0]), self.ylim[1])
         self.guide.set_data([xi, xi], [self.ylim[0], yi])
-        color = "#d62728" if pl.bound == "memory" else "#2ca02c"
+        color = "#D55E00" if pl.bound == "memory" else "#009E73"
         self.op_dot.set_data([xi], [yi])
         self.op_dot.set_color(color)
         self.op_text.set_color(color)

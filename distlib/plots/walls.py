@@ -33,8 +33,8 @@ __all__ = [
 ]
 
 PART_LABELS = {"weights": "weights", "grads": "gradients", "optimizer": "Adam m, v", "master": "fp32 master"}
-PART_COLORS = {"weights": "#1f77b4", "grads": "#ff7f0e", "optimizer": "#2ca02c", "master": "#9467bd"}
-_OVER = "#d62728"
+PART_COLORS = {"weights": "#1f77b4", "grads": "#ff7f0e", "optimizer": "#009E73", "master": "#9467bd"}
+_OVER = "#D55E00"
 BAR_WIDTH = 0.6
 TIME_WIDTH = 0.55
 TIME_COLORS = ("#1f77b4", "#aec7e8")  # compute, communication
