@@ -600,3 +600,38 @@ def test_first_view_of_every_page_is_light(browser, book_server, width):
             assert "embed.js" not in files, f"{rel} has no widget but loads the widget manager"
     print(f"\nfirst view at {width} px, gzipped:\n" + "\n".join(report))
     assert not heavy, "\n".join(heavy)
+
+
+CONTRAST_JS = r"""
+() => {
+  const lum = c => { const [r, g, b] = c.match(/\d+(\.\d+)?/g).slice(0, 3).map(Number).map(v => {
+      v /= 255; return v <= 0.03928 ? v / 12.92 : Math.pow((v + 0.055) / 1.055, 2.4); });
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b; };
+  const bg = el => { for (let e = el; e; e = e.parentElement) {
+      const c = getComputedStyle(e).backgroundColor; if (!/rgba\(.*,\s*0\)$/.test(c) && c !== 'transparent') return c; }
+    return getComputedStyle(document.body).backgroundColor; };
+  return [...document.querySelectorAll('.distlib-widget .widget-html-content, .distlib-widget .widget-label, '
+                                      + '.distlib-widget .widget-readout')]
+    .filter(e => e.offsetParent !== null && e.innerText.trim())
+    .map(e => { const a = lum(getComputedStyle(e).color), b = lum(bg(e));
+                return {text: e.innerText.trim().slice(0, 30), ratio: (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05)}; });
+}
+"""
+
+
+@pytest.mark.parametrize("mode", ["light", "dark"])
+def test_widget_text_is_legible_in_light_and_dark_mode(browser, book_server, mode):
+    """Every label, read-out and summary of chapter 1's and chapter 5's widgets has a
+    contrast of at least 4.5:1 (WCAG AA) against what is behind it, in either theme."""
+    base, _ = book_server
+    for chapter in ("notebooks/01_ring.html", "notebooks/05_alpha_beta.html"):
+        visit = _static_visit(browser, base, chapter)
+        page = visit.page
+        page.evaluate(f"() => {{ document.documentElement.dataset.theme = '{mode}';"
+                      f" document.documentElement.dataset.mode = '{mode}'; }}")
+        page.wait_for_timeout(300)
+        texts = page.evaluate(CONTRAST_JS)
+        assert texts, f"{chapter}: no widget text found"
+        faint = [t for t in texts if t["ratio"] < 4.5]
+        assert not faint, f"{chapter} in {mode} mode: {faint[:5]}"
+        visit.close()
