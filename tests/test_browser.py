@@ -457,6 +457,21 @@ def test_search_snippets_show_prose_not_the_setup_cell_or_latex(browser, book_se
     visit.close()
 
 
+@pytest.mark.parametrize("word", ["watchdog", "ZeRO", "busbw", "ridge point", "rendezvous"])
+def test_search_finds_the_glossary_for_the_books_terms(browser, book_server, word):
+    """Every term the glossary defines is found offline, the glossary among the results."""
+    base, html = book_server
+    assert (html / "book" / "glossary.html").exists()
+    visit = PageVisit(browser, f"{base}/search.html?q={word.replace(' ', '+')}")
+    page = visit.page
+    page.wait_for_selector("#search-results li a", timeout=30000)
+    page.wait_for_timeout(1500)
+    links = page.locator("#search-results li a").evaluate_all("as => as.map(a => a.getAttribute('href'))")
+    assert any("glossary" in (h or "") for h in links), (word, links[:8])
+    assert not visit.errors and not visit.outside
+    visit.close()
+
+
 # ---- the phone menu ------------------------------------------------------------
 
 def _visible_toggle(page, kind):
@@ -586,7 +601,7 @@ def test_first_view_of_every_page_is_light(browser, book_server, width):
     Awesome's JavaScript or MathJax's full build, and a page without widgets
     does not load the widget manager."""
     base, html = book_server
-    pages = ["book/intro.html", "book/instructor.html", *CHAPTERS]
+    pages = ["book/intro.html", "book/glossary.html", "book/instructor.html", *CHAPTERS]
     report, heavy = [], []
     for rel in pages:
         raw, gz, files = _first_view_bytes(browser, f"{base}/{rel}", width)
