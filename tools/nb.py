@@ -56,24 +56,44 @@ def setup_source(stem: str, *, mpi: bool = False) -> str:
     return f'''# Set-up (made by tools/nb.py): installs the book's library, distlib, with pip, so that
 # every process this notebook starts (MPI ranks, the benchmark) can import it too.
 # Offline, or using your own copy? Set REPO_URL (or the environment variable
-# DISTBOOK_REPO_URL) to a clone on this machine, e.g. "file:///home/me/book".
+# DISTBOOK_REPO_URL) to a clone on this machine, e.g. "file:///home/me/book", or
+# DISTBOOK_WHEELS to a folder of wheels (the workshop bundle's) to install from it alone.
 REPO_URL = "{repository_url()}"
 REF = "{SOURCE_REF}"  # a commit, tag or branch of REPO_URL
-import importlib, importlib.metadata, os, subprocess, sys
+import importlib, importlib.metadata, importlib.util, os, re, subprocess, sys
 try:
     for name in {needed!r}:
         importlib.metadata.version(name)  # already installed: the book's .venv, or an earlier run
 except importlib.metadata.PackageNotFoundError:
     url, ref = os.environ.get("DISTBOOK_REPO_URL", REPO_URL), os.environ.get("DISTBOOK_REF", REF)
+    wheels = os.environ.get("DISTBOOK_WHEELS", "")
     if url.startswith("file:///"):  # pip before 24 rejects "name @ git+file:///..."; it takes this
         url = "file://localhost/" + url[len("file:///"):]
-    spec = f"distbook-distlib[{extras}] @ git+{{url}}@{{ref}}"
-    pip = subprocess.run([sys.executable, "-m", "pip", "install", "-q", spec], capture_output=True, text=True)
-    if pip.returncode:
-        raise RuntimeError(f"pip could not install {{spec}}:\\n{{pip.stderr[-2000:]}}\\nOffline, or no "
-                           "access to REPO_URL? Put a copy of the repository on this machine and set "
-                           "REPO_URL (or DISTBOOK_REPO_URL) to file:///path/to/it.") from None
+    spec = f"distbook-distlib[{extras}]" + ("" if wheels else f" @ git+{{url}}@{{ref}}")
+    where = ["--no-index", "--find-links", wheels] if wheels else []
+    had_widgets = importlib.util.find_spec("ipywidgets") is not None
+    print(f"Installing {{spec}}{{' from ' + wheels if wheels else ''}} with pip; this can take a minute.", flush=True)
+    run = subprocess.Popen([sys.executable, "-m", "pip", "install", "--progress-bar", "off", *where, spec],
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    said = []
+    for line in run.stdout:  # pip's progress, one line per package
+        said.append(line)
+        if line.startswith(("Collecting", "Installing collected", "Successfully installed")):
+            print("  " + line.strip()[:160], flush=True)
+    if run.wait():
+        log = "".join(said)
+        why = ("pip cannot reach the network (no connection, or REPO_URL's host is unknown)"
+               if re.search(r"resolve|connect|Network is unreachable|Temporary failure|No route", log) else
+               "git is not installed, and pip needs it for REPO_URL" if "Cannot find command 'git'" in log else
+               f"a wheel is missing from {{wheels}}" if wheels and "No matching distribution" in log else
+               "pip could not install it")
+        raise RuntimeError(f"Set-up failed: {{why}}. Offline? Set DISTBOOK_WHEELS to a folder of wheels, or "
+                           f"REPO_URL to a clone on this machine (file:///path/to/it).\\n"
+                           f"pip's last lines:\\n{{log[-1500:]}}") from None
     importlib.invalidate_caches()
+    if not had_widgets and "google.colab" not in sys.modules:
+        print("ipywidgets was installed just now, under this open page: reload the page in your browser "
+              "and run the notebook again from the top, or its widgets will show as text.", flush=True)
 import distlib as dl
 if not hasattr(dl, "simulate_ring_allreduce"):
     raise ImportError(f"'import distlib' found {{dl.__file__}}, PyPA's unrelated 'distlib', not this "
