@@ -51,3 +51,30 @@ def test_the_setup_cell_installs_from_a_file_url_with_an_old_pip(tmp_path):
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-3000:]
     shown = subprocess.run([str(py), "-m", "pip", "show", "distbook-distlib"], capture_output=True, text=True)
     assert "Name: distbook-distlib" in shown.stdout
+
+
+@pytest.mark.slow
+def test_the_setup_cell_installs_offline_from_a_wheels_folder(tmp_path):
+    """DISTBOOK_WHEELS: a folder of wheels (the workshop bundle's) is all the set-up cell needs.
+
+    The library's wheel is built into a folder; the set-up cell, run in a fresh
+    venv with pip told never to use an index, installs it from there and
+    names the folder. (``PIP_NO_DEPS``: the dependencies' wheels are not what
+    this checks; the bundle test installs them the same way.)
+    """
+    wheels = tmp_path / "wheels"
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(wheels), str(ROOT)],
+                   check=True, timeout=600, capture_output=True)
+    assert list(wheels.glob("distbook_distlib-*.whl"))
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
+    py = venv / "bin" / "python"
+    code = tmp_path / "setup_cell.py"
+    code.write_text(_setup_install_part("01_ring"))
+    env = {**os.environ, "DISTBOOK_WHEELS": str(wheels), "DISTBOOK_REPO_URL": "https://example.invalid/nowhere",
+           "PIP_NO_DEPS": "1", "PIP_NO_INDEX": "1"}
+    run = subprocess.run([str(py), str(code)], env=env, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-3000:]
+    assert f"from {wheels}" in run.stdout and "Successfully installed" in run.stdout, run.stdout
+    shown = subprocess.run([str(py), "-m", "pip", "show", "distbook-distlib"], capture_output=True, text=True)
+    assert "Name: distbook-distlib" in shown.stdout

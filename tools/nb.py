@@ -53,11 +53,9 @@ def setup_source(stem: str, *, mpi: bool = False) -> str:
     """The set-up cell for notebook ``stem`` (``mpi``: also install the MPI extra)."""
     extras = "widgets,mpi" if mpi else "widgets"
     needed = ["distbook-distlib", "mpi4py", "mpich"] if mpi else ["distbook-distlib"]
-    return f'''# Set-up (made by tools/nb.py): installs the book's library, distlib, with pip, so that
-# every process this notebook starts (MPI ranks, the benchmark) can import it too.
-# Offline, or using your own copy? Set REPO_URL (or the environment variable
-# DISTBOOK_REPO_URL) to a clone on this machine, e.g. "file:///home/me/book", or
-# DISTBOOK_WHEELS to a folder of wheels (the workshop bundle's) to install from it alone.
+    return f'''# Set-up (made by tools/nb.py): pip-installs the book's library, distlib, for this kernel and
+# the processes it starts. Offline? Set REPO_URL (or DISTBOOK_REPO_URL) to a clone on this machine,
+# e.g. "file:///home/me/book", or DISTBOOK_WHEELS to a folder of wheels (the workshop bundle's).
 REPO_URL = "{repository_url()}"
 REF = "{SOURCE_REF}"  # a commit, tag or branch of REPO_URL
 import importlib, importlib.metadata, importlib.util, os, re, subprocess, sys
@@ -66,38 +64,28 @@ try:
         importlib.metadata.version(name)  # already installed: the book's .venv, or an earlier run
 except importlib.metadata.PackageNotFoundError:
     url, ref = os.environ.get("DISTBOOK_REPO_URL", REPO_URL), os.environ.get("DISTBOOK_REF", REF)
-    wheels = os.environ.get("DISTBOOK_WHEELS", "")
-    if url.startswith("file:///"):  # pip before 24 rejects "name @ git+file:///..."; it takes this
-        url = "file://localhost/" + url[len("file:///"):]
-    spec = f"distbook-distlib[{extras}]" + ("" if wheels else f" @ git+{{url}}@{{ref}}")
-    where = ["--no-index", "--find-links", wheels] if wheels else []
-    had_widgets = importlib.util.find_spec("ipywidgets") is not None
-    print(f"Installing {{spec}}{{' from ' + wheels if wheels else ''}} with pip; this can take a minute.", flush=True)
-    run = subprocess.Popen([sys.executable, "-m", "pip", "install", "--progress-bar", "off", *where, spec],
+    url, wheels = ("file://localhost/" + url[8:] if url.startswith("file:///") else url), os.environ.get("DISTBOOK_WHEELS")
+    spec = f"distbook-distlib[{extras}]" + ("" if wheels else f" @ git+{{url}}@{{ref}}")  # file://localhost: pip < 24
+    widgets, log, where = importlib.util.find_spec("ipywidgets"), [], ["--no-index", "-f", wheels] if wheels else []
+    print(f"pip install {{spec}} {{'from ' + wheels if wheels else ''}}(this can take a minute)", flush=True)
+    pip = subprocess.Popen([sys.executable, "-m", "pip", "install", "--progress-bar", "off", spec, *where],
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    said = []
-    for line in run.stdout:  # pip's progress, one line per package
-        said.append(line)
-        if line.startswith(("Collecting", "Installing collected", "Successfully installed")):
-            print("  " + line.strip()[:160], flush=True)
-    if run.wait():
-        log = "".join(said)
-        why = ("pip cannot reach the network (no connection, or REPO_URL's host is unknown)"
-               if re.search(r"resolve|connect|Network is unreachable|Temporary failure|No route", log) else
-               "git is not installed, and pip needs it for REPO_URL" if "Cannot find command 'git'" in log else
-               f"a wheel is missing from {{wheels}}" if wheels and "No matching distribution" in log else
-               "pip could not install it")
-        raise RuntimeError(f"Set-up failed: {{why}}. Offline? Set DISTBOOK_WHEELS to a folder of wheels, or "
-                           f"REPO_URL to a clone on this machine (file:///path/to/it).\\n"
-                           f"pip's last lines:\\n{{log[-1500:]}}") from None
+    for line in pip.stdout:  # pip's progress, a line per package
+        log.append(line); line.startswith(("Collecting", "Successfully")) and print(" ", line.strip()[:150], flush=True)
+    causes = {{r"resolve|connect|unreachable|Temporary failure": "pip cannot reach the network", r"find command 'git'":
+              "git is not installed", r"not appear to be a git|does not exist|not found": f"{{url}} is not a repository "
+              "git can clone (REPO_URL)", r"No matching distribution": "a package is missing from the wheels or index"}}
+    if pip.wait():
+        why = next((w for pat, w in causes.items() if re.search(pat, "".join(log))), "pip failed")
+        raise RuntimeError(f"Set-up failed: {{why}}. Offline? Set DISTBOOK_WHEELS to a folder of wheels or REPO_URL to "
+                           f"a clone on this machine (file:///path/to/it).\\npip's last lines:\\n{{''.join(log)[-1500:]}}") from None
     importlib.invalidate_caches()
-    if not had_widgets and "google.colab" not in sys.modules:
-        print("ipywidgets was installed just now, under this open page: reload the page in your browser "
-              "and run the notebook again from the top, or its widgets will show as text.", flush=True)
+    if widgets is None and "google.colab" not in sys.modules:  # the page loaded before the widget front end existed
+        print("ipywidgets was installed just now: reload this page in the browser and run the notebook from the top.")
 import distlib as dl
 if not hasattr(dl, "simulate_ring_allreduce"):
-    raise ImportError(f"'import distlib' found {{dl.__file__}}, PyPA's unrelated 'distlib', not this "
-                      "book's library: pip uninstall -y distlib, then run this cell again.")'''
+    raise ImportError(f"'import distlib' found {{dl.__file__}}, PyPA's unrelated 'distlib', not this book's library: "
+                      "pip uninstall -y distlib, then run this cell again.")'''
 
 
 def _tags(cell) -> list:
