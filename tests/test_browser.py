@@ -650,3 +650,14 @@ def test_widget_text_is_legible_in_light_and_dark_mode(browser, book_server, mod
         faint = [t for t in texts if t["ratio"] < 4.5]
         assert not faint, f"{chapter} in {mode} mode: {faint[:5]}"
         visit.close()
+
+
+def test_the_root_address_keeps_live_codes_hash(browser, book_server):
+    """The workshop prints index.html#jupyter=...&token=...: the redirect to the first
+    page must keep that fragment, or Live code would ask for the server's address."""
+    base, _ = book_server
+    visit = PageVisit(browser, f"{base}/index.html#jupyter=http://127.0.0.1:1&token=abc", settle_ms=500)
+    visit.page.wait_for_url(lambda url: "/book/intro.html" in url, timeout=10000)
+    assert visit.page.evaluate("location.hash") == "#jupyter=http://127.0.0.1:1&token=abc"
+    assert not visit.errors
+    visit.close()

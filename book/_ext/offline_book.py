@@ -126,13 +126,36 @@ _FA_SCRIPT = re.compile(r'<script defer src="[^"]*_static/scripts/fontawesome\.j
 
 
 def _without_fontawesome_js(app, exception):
-    """After an HTML build: take the theme's Font Awesome script out of every page."""
+    """After an HTML build: take the theme's Font Awesome script out of every page; let the root redirect keep its hash."""
     if exception is not None or app.builder.format != "html":
         return
     for page in Path(app.outdir).rglob("*.html"):
         text = page.read_text(encoding="utf-8")
         if "fontawesome.js" in text:
             page.write_text(_FA_SCRIPT.sub("", text), encoding="utf-8")
+    _redirect_keeping_the_hash(Path(app.outdir) / "index.html")
+
+
+_REFRESH = re.compile(r'<meta http-equiv="Refresh" content="0; url=([^"]+)" />')
+
+
+def _redirect_keeping_the_hash(index: Path) -> None:
+    """The site's root page only redirects to the first page; make it carry the URL's #fragment along.
+
+    The workshop prints ``index.html#jupyter=...&token=...`` for Live code; a
+    meta refresh drops the fragment, so the first page would not know the
+    server and would ask for it. A script goes first (with the hash); the meta
+    refresh stays for a browser without JavaScript.
+    """
+    if not index.exists():
+        return
+    text = index.read_text(encoding="utf-8")
+    found = _REFRESH.search(text)
+    if not found or "location.replace" in text:
+        return
+    target = found.group(1)
+    script = f'<script>location.replace("{target}" + location.search + location.hash);</script>\n'
+    index.write_text(script + text, encoding="utf-8")
 
 
 def setup(app):
