@@ -116,7 +116,7 @@ class PageVisit:
     loading; ``settle_ms``: a pause after that.
     """
 
-    def __init__(self, browser, url, *, context=None, wait_for=None, settle_ms=1500):
+    def __init__(self, browser, url, *, context=None, wait_for=None, settle_ms=1500, on_response=None):
         self.errors, self.outside, self.requested = [], [], []
         self.context = browser.new_context(**(context or {}))
         self.page = self.context.new_page()
@@ -133,6 +133,8 @@ class PageVisit:
                 r.abort()
 
         self.page.route("**/*", route)
+        if on_response is not None:  # e.g. to weigh every response of the first load
+            self.page.on("response", on_response)
         self.page.goto(url, wait_until="load")
         if wait_for:
             self.page.wait_for_selector(wait_for, timeout=20000)

@@ -571,9 +571,7 @@ def _first_view_bytes(browser, url, width):
     import gzip
     from urllib.parse import urlparse
 
-    visit = PageVisit(browser, url, context={"viewport": {"width": width, "height": 800}}, settle_ms=2500)
     sizes = {}
-    page = visit.page
 
     def seen(response):
         if urlparse(response.url).hostname == "127.0.0.1":
@@ -583,9 +581,8 @@ def _first_view_bytes(browser, url, width):
                 return
             sizes[response.url] = (len(body), len(gzip.compress(body, 6)))
 
-    page.on("response", seen)
-    page.reload(wait_until="load")
-    page.wait_for_timeout(2500)
+    visit = PageVisit(browser, url, context={"viewport": {"width": width, "height": 800}}, settle_ms=1500,
+                      on_response=seen)
     errors, outside = list(visit.errors), list(visit.outside)
     visit.close()
     assert not errors and not outside, (errors[:3], outside[:3])
