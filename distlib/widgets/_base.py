@@ -411,7 +411,6 @@ class FigureWidget(w.VBox):
             note = [w.HTML(f"<small class='distlib-static-note'>Fixed on this static page: "
                            f"{', '.join(_plain(f) for f in fixed)}; {self.static_reason}.</small>")]
         shown = shown + note + fixed_controls
-        note = []
         self._twin = self._phone_twin()
         self.fig.compact = self._twin.fig.compact = True
         try:
@@ -426,7 +425,7 @@ class FigureWidget(w.VBox):
         # the live picture is not shown on the static page: keep its pixels out of the page's widget state
         self.fig.image.value = b""
         self.static_view = tree
-        return self._static_layout(w.VBox(shown + note), tree)
+        return self._static_layout(w.VBox(shown), tree)
 
     def _static_layout(self, controls: w.Widget, tree: w.Widget) -> list:
         return [controls, tree]
