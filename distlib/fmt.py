@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 
-__all__ = ["Text", "si", "fmt_bytes", "fmt_seconds", "fmt_rate", "fmt_flops", "fmt_share", "fmt_count", "fmt_bytes_binary"]
+__all__ = ["Text", "si", "fmt_bytes", "fmt_seconds", "fmt_rate", "fmt_flops", "fmt_share", "fmt_count", "fmt_bytes_binary", "fmt_flop"]
 
 _PREFIXES = [(1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"), (1.0, "")]
 
@@ -111,6 +111,20 @@ def fmt_count(n: float, *, digits: int = 3) -> Text:
         if abs(x) >= scale:
             return Text(f"{x / scale:.{digits}g} {word}")
     return Text(f"{x:,.0f}" if x == round(x) else f"{x:,.{digits}g}")
+
+
+def fmt_flop(n: float, *, digits: int = 2) -> Text:
+    """An amount of arithmetic: SI prefixes up to PFLOP, then a power of ten (no exa- or zetta- for a reader to decode).
+
+    >>> fmt_flop(2.147e9), fmt_flop(4.2e22), fmt_flop(3.14e23, digits=3)
+    (2.15 GFLOP, 4.2 × 10²² FLOP, 3.14 × 10²³ FLOP)
+    """
+    x = float(n)
+    if not math.isfinite(x) or abs(x) < 1e18:
+        return si(x, "FLOP", digits=max(digits, 3))
+    exp = int(math.floor(math.log10(abs(x))))
+    sup = str(exp).translate(str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹"))
+    return Text(f"{x / 10**exp:.{digits}g} × 10{sup} FLOP")
 
 
 def fmt_share(fraction: float) -> Text:

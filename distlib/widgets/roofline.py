@@ -9,7 +9,7 @@ import html
 
 import ipywidgets as w
 
-from ..fmt import fmt_bytes, fmt_flops, fmt_seconds
+from ..fmt import fmt_bytes, fmt_flop, fmt_flops, fmt_seconds
 from ..hardware import accelerator as _accelerator
 from ..hardware import accelerator_names, accelerators
 from ..plots.roofline import RooflinePicture
@@ -85,7 +85,7 @@ class RooflineWidget(FigureWidget):
         side = "below" if op.intensity < ridge else "above"
         color = "#D55E00" if pl.bound == "memory" else "#009E73"
         self.summary.value = (
-            f"<div style='font-size:0.9em'><b>{html.escape(op.name)}</b>: {op.flops:.3g} FLOP, "
+            f"<div style='font-size:0.9em'><b>{html.escape(op.name)}</b>: {fmt_flop(op.flops)}, "
             f"{fmt_bytes(op.n_bytes)} moved, intensity {op.intensity:.3g} FLOP/byte, {side} "
             f"{html.escape(spec.name)}'s ridge of {ridge:.0f} FLOP/byte: "
             f"<b style='color:{color}'>{pl.bound}-bound</b>.<br>"

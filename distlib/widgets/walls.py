@@ -10,7 +10,7 @@ import html
 
 import ipywidgets as w
 
-from ..fmt import fmt_bytes, fmt_count, fmt_rate, fmt_seconds
+from ..fmt import fmt_bytes, fmt_count, fmt_flop, fmt_rate, fmt_seconds
 from ..hardware import accelerator as _accelerator
 from ..hardware import accelerator_names
 from ..plots.walls import MemoryBars, TimeBars
@@ -137,7 +137,7 @@ def _summary_html(r: Walls, states) -> str:
         f"<div style='font-size:0.9em'>"
         f"<b>memory</b>: {mem}<br>"
         f"&nbsp;&nbsp;per GPU over {r.chips:,} chips: {per_stage}<br>"
-        f"<b>compute</b>: {r.flops:.3g} FLOP; one {chip} at MFU {r.mfu:.0%}: {fmt_seconds(r.time_one_chip)}; "
+        f"<b>compute</b>: {fmt_flop(r.flops)}; one {chip} at MFU {r.mfu:.0%}: {fmt_seconds(r.time_one_chip)}; "
         f"{r.chips:,} chips: {fmt_seconds(r.time_cluster)} ({r.steps:,} steps of {r.tokens_per_step:,.0f} tokens)<br>"
         f"<b>communication</b>: each GPU sends {fmt_bytes(r.comm_bytes_per_step)} per step over "
         + (f"{html.escape(r.cluster.describe())}, NCCL reaching {fmt_rate(r.link_bandwidth)} busbw: "
