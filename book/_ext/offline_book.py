@@ -126,17 +126,22 @@ _FA_SCRIPT = re.compile(r'<script defer src="[^"]*_static/scripts/fontawesome\.j
 
 
 def _without_fontawesome_js(app, exception):
-    """After an HTML build: take the theme's Font Awesome script out of every page; let the root redirect keep its hash."""
+    """After an HTML build: take the theme's Font Awesome script out of every page."""
     if exception is not None or app.builder.format != "html":
         return
     for page in Path(app.outdir).rglob("*.html"):
         text = page.read_text(encoding="utf-8")
         if "fontawesome.js" in text:
             page.write_text(_FA_SCRIPT.sub("", text), encoding="utf-8")
-    _redirect_keeping_the_hash(Path(app.outdir) / "index.html")
 
 
 _REFRESH = re.compile(r'<meta http-equiv="Refresh" content="0; url=([^"]+)" />')
+
+
+def _root_redirect_keeps_the_hash(app, exception):
+    """After sphinx-external-toc has written the root redirect (its build-finished, priority 500)."""
+    if exception is None and app.builder.format == "html":
+        _redirect_keeping_the_hash(Path(app.outdir) / "index.html")
 
 
 def _redirect_keeping_the_hash(index: Path) -> None:
@@ -168,6 +173,7 @@ def setup(app):
     app.connect("doctree-resolved", _no_error_outputs)
     app.connect("html-page-context", _dedupe_and_check, priority=900)
     app.connect("build-finished", _without_fontawesome_js, priority=100)
+    app.connect("build-finished", _root_redirect_keeps_the_hash, priority=900)
     app.add_css_file("distbook.css")
     app.add_js_file("distbook.js")
     return {"parallel_read_safe": False, "parallel_write_safe": True}
