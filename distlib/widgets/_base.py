@@ -537,19 +537,12 @@ def _unit_free(description: str) -> str:
     return str(description).split(" (")[0]
 
 
-def _control_name(ctrl, attribute: str) -> str:
-    """What a reader calls a control: its label without unit, or (a row of buttons) its choices."""
-    if ctrl.description:
-        return _unit_free(ctrl.description)
-    labels = getattr(ctrl, "_options_labels", None)
-    return " or ".join(labels) if labels else attribute.replace("_", " ")
-
-
 def _fixed_text(ctrl, attribute: str) -> str:
     """A fixed control in the static note: its name and value ("MFU 0.4"), or a button row's chosen label."""
-    if not ctrl.description and getattr(ctrl, "_options_labels", None):
-        return str(ctrl.label)
-    return f"{_control_name(ctrl, attribute)} {_value_text(ctrl)}".strip()
+    labels = getattr(ctrl, "_options_labels", None)
+    if not ctrl.description:
+        return str(ctrl.label) if labels else attribute.replace("_", " ")
+    return f"{_unit_free(ctrl.description)} {_value_text(ctrl)}"
 
 
 def _value_text(ctrl) -> str:
@@ -564,9 +557,8 @@ def _value_text(ctrl) -> str:
     """
     from ..fmt import fmt_bytes, fmt_bytes_binary, fmt_count, fmt_flops, fmt_rate, fmt_seconds
 
-    labels = getattr(ctrl, "_options_labels", None)
-    if labels is not None:
-        return f"({ctrl.label})" if getattr(ctrl, "description", "") else ""
+    if getattr(ctrl, "_options_labels", None) is not None:  # a menu or a row of buttons: its chosen label
+        return f"({ctrl.label})"
     v = ctrl.value
     unit = ""
     if " (" in (ctrl.description or ""):
