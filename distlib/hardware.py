@@ -17,7 +17,8 @@ Conventions, applied to every row:
 * ``hbm_bytes`` is the memory the chip exposes, in bytes: for the NVIDIA GPUs
   the total ``nvidia-smi`` reports (MiB = 2**20 bytes; an H200 shows
   143,771 MiB = 140.4 GiB, more than its marketed "141 GB" in bytes), for
-  TPUs Google's GiB figure, for the others the vendor's decimal GB.
+  the MI300X what ``rocm-smi`` reports (206,141,652,992 bytes), for Gaudi 3
+  what ``hl-smi`` reports (131,072 MiB) and for TPUs Google's GiB figure.
   :attr:`Accelerator.hbm_gib` shows it in GiB.
 * Rates are decimal: 1 GB/s = 1e9 bytes/s.
 
@@ -94,6 +95,8 @@ class Accelerator:
         --------
         >>> round(accelerator("H200").hbm_gib, 1), round(accelerator("H100").hbm_gib, 1)
         (140.4, 79.6)
+        >>> round(accelerator("MI300X").hbm_gib, 1), accelerator("Gaudi 3").hbm_gib
+        (192.0, 128.0)
         """
         return self.hbm_bytes / 2**30
 

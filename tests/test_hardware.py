@@ -61,10 +61,10 @@ def test_csv_has_one_source_column_per_figure():
     ("H100", 989.5e12, 81559 * 2**20, 3.35e12, 450e9),
     ("H200", 989.5e12, 143771 * 2**20, 4.8e12, 450e9),
     ("B200", 2.25e15, 183359 * 2**20, 7.7e12, 900e9),
-    ("MI300X", 1307.4e12, 192e9, 5.3e12, 448e9),
+    ("MI300X", 1307.4e12, 206141652992, 5.3e12, 448e9),  # rocm-smi, bytes
     ("TPU v4", 275e12, 32 * 2**30, 1.2e12, 270e9),
     ("TPU v5p", 459e12, 95 * 2**30, 2.765e12, 600e9),
-    ("Gaudi 3", 1835e12, 128e9, 3.67e12, 525e9),
+    ("Gaudi 3", 1835e12, 131072 * 2**20, 3.67e12, 525e9),  # hl-smi, MiB
 ])
 def test_table_values(name, flops, hbm, bw, link):
     a = dl.accelerator(name)
@@ -116,4 +116,8 @@ def test_gpu_memory_is_what_the_gpu_exposes_not_the_marketed_round_number():
     assert dl.accelerator("H100").hbm_bytes > 80e9 and dl.accelerator("H200").hbm_bytes > 141e9
     assert round(dl.accelerator("H200").hbm_gib, 1) == 140.4
     assert "nvidia-smi" in dl.accelerator("B200").sources["hbm_bytes"]
+    # AMD's "192 GB" and Intel's "128 GB" are below what rocm-smi and hl-smi report (192.0 and 128 GiB)
+    assert dl.accelerator("MI300X").hbm_bytes > 192e9 and dl.accelerator("Gaudi 3").hbm_bytes > 128e9
+    assert "rocm-smi" in dl.accelerator("MI300X").sources["hbm_bytes"]
+    assert "hl-smi" in dl.accelerator("Gaudi 3").sources["hbm_bytes"]
     assert "8 TB/s" in dl.accelerator("B200").sources["hbm_bandwidth"]  # says why 8 TB/s is not used

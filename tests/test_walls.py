@@ -103,7 +103,7 @@ def test_70b_across_an_8_gpu_node_with_zero3():
     w = dl.three_walls(70e9, 1e12, recipe="mixed_precision_adam", accelerator="H100", chips=8, stage=3)
     assert w.state_per_gpu.total == pytest.approx(140e9)
     assert not w.fits and w.min_gpus == 14
-    # on 192 GB MI300X or 180 GB B200 the same node holds it (model state only)
+    # on a 192 GiB MI300X or 180 GB B200 the same node holds it (model state only)
     assert dl.three_walls(70e9, 1e12, accelerator="MI300X", chips=8, stage=3).fits
     assert dl.three_walls(70e9, 1e12, accelerator="B200", chips=8, stage=3).fits
     # with ZeRO-3 the 14 GPUs suffice; 13 do not

@@ -27,7 +27,7 @@ def test_walls_widget_each_control_updates_result_and_picture(walls_widget):
     wdg = walls_widget
     steps = [
         (wdg.stage_buttons, 3, lambda r: r.state_per_gpu.total == pytest.approx(112e9 / 8)),
-        (wdg.accelerator_dropdown, "MI300X", lambda r: r.hbm_bytes == 192e9 and r.link_bandwidth == 448e9),
+        (wdg.accelerator_dropdown, "MI300X", lambda r: r.hbm_bytes == 206141652992 and r.link_bandwidth == 448e9),
         (wdg.recipe_dropdown, "bf16_adam", lambda r: r.state.total == pytest.approx(84e9)),
         (wdg.params_slider, 7e10, lambda r: r.params == pytest.approx(7e10)),
         (wdg.tokens_slider, 1e13, lambda r: r.flops == pytest.approx(6 * r.params * 1e13, rel=1e-9)),
