@@ -11,7 +11,9 @@ drives through its CollNet algorithms).
 NCCL chooses, for every call, the algorithm and protocol its tuner predicts to
 be fastest: ``time = latency + n_bytes / algbw``. This module follows NCCL's
 tuner (``src/graph/tuning.cc`` in https://github.com/NVIDIA/nccl) in structure
-and takes its latency constants from it:
+and takes its constants from it as they stand in NCCL 2.23 to 2.27 (tags
+``v2.23.4-1`` to ``v2.27.7-1``; 2.23 gave Tree/Simple the latencies used here,
+2.28 replaced the NVLS bandwidth model):
 
 * algorithms: ``ring`` (one flat ring per channel, through every GPU and, across
   nodes, one NIC per ring), ``tree`` (chains in the node, double binary tree
@@ -100,7 +102,7 @@ _GENERATION = {"A100": "ampere", "H100": "hopper", "H200": "hopper", "B200": "bl
 US = 1e-6
 GB = 1e9
 
-# --- constants of NCCL's tuner, src/graph/tuning.cc (NCCL 2.2x) -------------
+# --- constants of NCCL's tuner, src/graph/tuning.cc (NCCL 2.23-2.27) ---------
 # baseLat [algorithm][protocol], microseconds.
 _BASE_LAT = {
     "tree": {"LL": 6.8, "LL128": 14.0, "Simple": 8.4},
@@ -127,7 +129,8 @@ _HW_LAT = {
     },
 }
 # llMaxBws (GB/s): one node by GPU generation; several nodes by CPU (x86 Intel row).
-_LL_MAX_BW_ONE_NODE = {"ampere": 87.7, "hopper": 141.0, "blackwell": 141.0}
+# Blackwell's row is 2*141.0 in every release that has one (v2.25.1-1 on).
+_LL_MAX_BW_ONE_NODE = {"ampere": 87.7, "hopper": 141.0, "blackwell": 282.0}
 _LL_MAX_BW_NODES = {2: 39.0, "more": 20.4}
 # getNetOverhead: 1 us per network post on x86 Intel, three times that for Simple.
 _NET_OVERHEAD = 1.0
