@@ -30,7 +30,14 @@ and takes its constants from it as they stand in NCCL 2.23 to 2.27 (tags
   x 0.92, tree x 0.92 (LL / 3.8, LL128 x 120/128 across nodes or 7/9 in one),
   tree and CollNet algbw = half their bus rate, NVLS algbw = 5/6 of theirs,
   NVLSTree's network rate halved beyond two nodes, CollNet Direct x 0.85 on
-  Hopper, and the Ampere ring cap of 235 GB/s (an older ``tuning.cc``).
+  Hopper, and the Ampere busBw cap of 235 GB/s. That cap is older than the
+  other constants: NCCL 2.7.5 to 2.17 applied ``min(busBw, 235)`` on compute
+  capability 8.0 to every algorithm before the refinements above (2.17 also
+  capped Hopper at 370), and 2.18 dropped it. It stays here because A100 nodes
+  still measure about that much (232.5 GB/s, nccl-tests #175; "~230GB/s",
+  sjeaugey in nccl-tests #149). The model applies it to the NVLink rate that
+  the ring, the tree on up to two nodes and CollNet start from; the other
+  algorithms start from the NICs' rate, which on A100 nodes is lower.
 
 What NCCL learns from probing the machine (``bwIntra``, ``bwInter`` and the
 number of channels of each graph) is replaced here by three efficiencies
@@ -134,9 +141,9 @@ _LL_MAX_BW_ONE_NODE = {"ampere": 87.7, "hopper": 141.0, "blackwell": 282.0}
 _LL_MAX_BW_NODES = {2: 39.0, "more": 20.4}
 # getNetOverhead: 1 us per network post on x86 Intel, three times that for Simple.
 _NET_OVERHEAD = 1.0
-# Ampere cap on a ring's bus bandwidth (compCap80: min(busBw, 235 GB/s)),
-# tuning.cc at commit 01afd20a77b5804e0ecf1042509dd9d20ebf9e93.
-_AMPERE_RING_CAP = 235e9
+# Ampere busBw cap (compCap80: min(busBw, 235 GB/s) for every algorithm), tuning.cc from
+# commit 01afd20a77b5804e0ecf1042509dd9d20ebf9e93 (2.7.5) to 2.17.1; removed in 2.18.1.
+_AMPERE_BUSBW_CAP = 235e9
 
 
 @dataclass(frozen=True)
@@ -391,10 +398,10 @@ class Prediction:
 
 
 def _intra_bandwidth(c: GpuCluster, cal: Calibration) -> float:
-    """A ring's bus bandwidth on the scale-up fabric, bytes/s."""
+    """A ring's bus bandwidth on the scale-up fabric, bytes/s (Ampere: at most the 235 GB/s cap)."""
     bw = cal.ring_efficiency * c.link_bandwidth
     if _GENERATION.get(c.accelerator.name) == "ampere":
-        bw = min(bw, _AMPERE_RING_CAP)
+        bw = min(bw, _AMPERE_BUSBW_CAP)
     return bw
 
 
