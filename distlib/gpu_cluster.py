@@ -48,7 +48,12 @@ whose ``role`` is ``fit``; every other row is held out and compared in
 * ``ring_efficiency``: the fraction of the NVLink line rate a ring's busbw
   reaches (370 of 450 GB/s on H100, NCCL's maintainer in nccl-tests #212);
 * ``nvls_efficiency``: NVLS algbw over the NVLink line rate (275 of 450 GB/s,
-  the same comment: busbw ~480 GB/s on 8 H100);
+  the same comment: busbw ~480 GB/s on 8 H100). It is Hopper's. On Blackwell
+  the model scales it by the ratio of NCCL's own per-generation
+  ``nvlsEfficiency`` (Blackwell 0.74 over Hopper 0.85, ``tuning.cc`` since
+  v2.28.3-1): 0.53 of NVLink 5, about 478 of 900 GB/s. One held-out figure
+  checks it, eight B300s measured by a user (nccl #2140), which have the same
+  NVLink 5 and NVSwitch generation as the table's B200;
 * ``nic_efficiency``: the fraction of a NIC's line rate NCCL moves (47 of
   50 GB/s for a 400 Gb/s NDR NIC, nccl-tests #290).
 
@@ -141,6 +146,10 @@ _LL_MAX_BW_ONE_NODE = {"ampere": 87.7, "hopper": 141.0, "blackwell": 282.0}
 _LL_MAX_BW_NODES = {2: 39.0, "more": 20.4}
 # getNetOverhead: 1 us per network post on x86 Intel, three times that for Simple.
 _NET_OVERHEAD = 1.0
+# nvlsEfficiency [generation], tuning.cc since v2.28.3-1 (HEAD lines 139-144): how much of NVLink
+# NVLS reaches in NCCL's own model. Only the ratio to Hopper is used, as the model's NVLS
+# efficiency is calibrated on H100.
+_NVLS_EFFICIENCY = {"hopper": 0.85, "blackwell": 0.74}
 # Ampere busBw cap (compCap80: min(busBw, 235 GB/s) for every algorithm), tuning.cc from
 # commit 01afd20a77b5804e0ecf1042509dd9d20ebf9e93 (2.7.5) to 2.17.1; removed in 2.18.1.
 _AMPERE_BUSBW_CAP = 235e9
@@ -409,8 +418,9 @@ def _candidates(collective: str, c: GpuCluster, cal: Calibration, *, algorithm=N
     p, n_nodes, ppn = c.p, c.nodes, c.gpus_per_node
     intra = _intra_bandwidth(c, cal)
     inter = cal.nic_efficiency * c.nic_bandwidth if n_nodes > 1 else math.inf
-    nvls_alg = cal.nvls_efficiency * c.link_bandwidth
     gen = _GENERATION.get(c.accelerator.name, "hopper")
+    nvls_alg = (cal.nvls_efficiency * _NVLS_EFFICIENCY.get(gen, _NVLS_EFFICIENCY["hopper"])
+                / _NVLS_EFFICIENCY["hopper"] * c.link_bandwidth)
     ll_max = _LL_MAX_BW_ONE_NODE[gen] if n_nodes == 1 else _LL_MAX_BW_NODES[2 if n_nodes == 2 else "more"]
     ll_max *= GB
     intra_hw = "nvlink"

@@ -80,6 +80,18 @@ def test_nvls_raises_single_node_busbw_and_sharp_cuts_latency_at_scale():
     assert dl.predict("allreduce", 8, sharp).algorithm in ("collnet_direct", "nvls")
 
 
+def test_blackwell_nvls_takes_nccls_lower_efficiency_and_meets_the_b300_figure():
+    h100 = dl.predict("allreduce", 2**33, dl.gpu_cluster(1), algorithm="nvls")
+    b200 = dl.predict("allreduce", 2**33, dl.gpu_cluster(1, accelerator="B200"), algorithm="nvls")
+    # NVLink 5 runs at twice NVLink 4's rate; NCCL's tuner gives Blackwell's NVLS 0.74 of it where Hopper's gets 0.85.
+    assert b200.algbw / h100.algbw == pytest.approx(2 * 0.74 / 0.85, rel=0.01)
+    b300 = {r.id: r for r in dl.published_results()}["b300_1x8_nvls_2140"]
+    assert b200.busbw == pytest.approx(b300.busbw, rel=0.05)
+    # NCCL's one-node LL cap on Blackwell is 2 * 141 GB/s (llMaxBws), not Hopper's 141.
+    ll = dl.predict("allreduce", 2**33, dl.gpu_cluster(1, accelerator="B200"), algorithm="ring", protocol="LL")
+    assert ll.busbw == pytest.approx(282e9, rel=0.01)
+
+
 def test_small_messages_pick_low_latency_protocols_and_large_ones_simple():
     c = dl.gpu_cluster(16, nic_bandwidth=IB8)
     assert dl.predict("allreduce", 8, c).protocol == "LL"
