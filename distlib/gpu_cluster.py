@@ -18,8 +18,11 @@ and takes its constants from it as they stand in NCCL 2.23 to 2.27 (tags
 * algorithms: ``ring`` (one flat ring per channel, through every GPU and, across
   nodes, one NIC per ring), ``tree`` (chains in the node, double binary tree
   across nodes), ``nvls`` (NVLS in one node; across nodes only with SHARP),
-  ``nvls_tree`` (NVLS in the node, a tree across nodes) and ``collnet_direct``
-  (SHARP in the scale-out switches);
+  ``nvls_tree`` (NVLS in the node, a tree across nodes), ``collnet_direct``
+  (each GPU to its own NIC inside the node, SHARP in the scale-out switches)
+  and ``collnet_chain`` (a chain through the node's GPUs, SHARP across nodes;
+  NCCL 2.28.3's release notes: "temporarily disables COLLNET_CHAIN for >8
+  GPUs");
 * protocols: ``LL`` (8-byte flag+data stores: lowest latency, half the
   bandwidth), ``LL128`` (128-byte lines, 120 of them data: 0.92 of the
   bandwidth) and ``Simple`` (full bandwidth, the most latency);
@@ -28,9 +31,10 @@ and takes its constants from it as they stand in NCCL 2.23 to 2.27 (tags
   ``2 (p - 1)`` ring steps or ``2 log2(nodes)`` tree levels;
 * bandwidth refinements: ring LL x 0.5 capped by ``llMaxBws``, ring LL128
   x 0.92, tree x 0.92 (LL / 3.8, LL128 x 120/128 across nodes or 7/9 in one),
-  tree and CollNet algbw = half their bus rate, NVLS algbw = 5/6 of theirs,
+  tree and CollNet algbw = half their bus rate (CollNet's bus rate is the
+  NVLink one, the NICs capping algbw), NVLS algbw = 5/6 of theirs,
   NVLSTree's network rate halved beyond two nodes, CollNet Direct x 0.85 on
-  Hopper, and the Ampere busBw cap of 235 GB/s. That cap is older than the
+  Hopper and Blackwell, and the Ampere busBw cap of 235 GB/s. That cap is older than the
   other constants: NCCL 2.7.5 to 2.17 applied ``min(busBw, 235)`` on compute
   capability 8.0 to every algorithm before the refinements above (2.17 also
   capped Hopper at 370), and 2.18 dropped it. It stays here because A100 nodes
@@ -66,6 +70,28 @@ bytes/s.
 
 The EFA and TCP networks are not calibrated: they use InfiniBand's efficiency
 and latency, which makes their predictions upper bounds.
+
+In-network reduction across nodes (``sharp=True``) is the least checked part.
+Three published figures with InfiniBand SHARP are held out (``sharp`` rows of
+the table; the examples of :func:`predict` compute the model's side):
+
+* 12 x 8 H100, eight 400 Gb/s NICs a node, CollNet Chain forced (CoreWeave's
+  nccl-tests README, NCCL 2.18): busbw 387 GB/s at 8 GiB; the model's
+  CollNet Chain 366 (-5 %).
+* 4 x 8 A100, four 200 Gb/s NICs a node, NCCL's choice (the same README, NCCL
+  2.14): 160 GB/s; the model picks CollNet Chain at 182 (+14 %). The model
+  lets a NIC move 0.94 of its line rate, as point-to-point traffic does on
+  NDR; through SHARP an HDR NIC moves less: "~20 GB/s per NIC" of its 25
+  (sjeaugey, nccl #320), 82 GB/s algbw over four NICs in this table.
+* DGX A100, eight 200 Gb/s NICs: "~220 GB/s BusBw" (the same comment); the
+  model 234 (+6 %).
+
+No published multi-node table of NVLS with SHARP across nodes was found, yet
+that is what the model, like NCCL's tuner, picks for large buffers on H100
+and H200: 542 GB/s on the 12 x 8 H100 cluster above, 40 % above the one H100 SHARP
+table there is (which forced CollNet Chain), and 49 % above the same
+cluster's ring without SHARP. Read ``sharp=True`` on the NVLS GPUs (H100,
+H200, B200) as NCCL's tuner's expectation, not as a checked prediction.
 """
 
 from __future__ import annotations
@@ -102,7 +128,7 @@ __all__ = [
 ]
 
 NETWORKS = ("infiniband", "roce", "efa", "tcp")
-NCCL_ALGORITHMS = ("ring", "tree", "nvls", "nvls_tree", "collnet_direct")
+NCCL_ALGORITHMS = ("ring", "tree", "nvls", "nvls_tree", "collnet_direct", "collnet_chain")
 NCCL_PROTOCOLS = ("LL", "LL128", "Simple")
 
 #: NVSwitch generations that reduce in the switch (NVLink SHARP): third
@@ -120,6 +146,7 @@ _BASE_LAT = {
     "tree": {"LL": 6.8, "LL128": 14.0, "Simple": 8.4},
     "ring": {"LL": 6.6, "LL128": 14.0, "Simple": 8.4},
     "collnet_direct": {"Simple": 0.0},
+    "collnet_chain": {"Simple": 0.0},
     "nvls": {"Simple": 0.0},
     "nvls_tree": {"Simple": 0.0},
 }
@@ -129,6 +156,7 @@ _HW_LAT = {
         "tree": {"LL": 0.6, "LL128": 1.25, "Simple": 4.0},
         "ring": {"LL": 0.6, "LL128": 1.9, "Simple": 3.4},
         "collnet_direct": {"Simple": 3.7},
+        "collnet_chain": {"Simple": 2.8},
         "nvls": {"Simple": 25.0},
         "nvls_tree": {"Simple": 25.0},
     },
@@ -136,6 +164,7 @@ _HW_LAT = {
         "tree": {"LL": 5.0, "LL128": 8.5, "Simple": 14.0},
         "ring": {"LL": 2.7, "LL128": 4.0, "Simple": 14.0},
         "collnet_direct": {"Simple": 31.0},
+        "collnet_chain": {"Simple": 30.0},
         "nvls": {"Simple": 18.0},
         "nvls_tree": {"Simple": 14.0},
     },
@@ -169,6 +198,7 @@ class PublishedResult:
     nic_bits_per_s: float  # one NIC's line rate, bits/s
     network: str
     nvls: bool | None
+    sharp: bool  # in-network reduction in the InfiniBand switches (SHARP, NCCL's CollNet)
     algorithm: str | None
     collective: str
     n_bytes: float
@@ -186,7 +216,7 @@ class PublishedResult:
         """The :class:`GpuCluster` this row ran on."""
         return gpu_cluster(self.nodes, gpus_per_node=self.gpus_per_node, accelerator=self.accelerator,
                            nic_bandwidth=self.nic_bandwidth if self.nics else None, nvls=self.nvls,
-                           network=self.network or "infiniband", nics=self.nics or None)
+                           network=self.network or "infiniband", nics=self.nics or None, sharp=self.sharp)
 
 
 def _rows(name: str):
@@ -212,6 +242,7 @@ def published_results() -> tuple:
             id=r["id"], role=r["role"], kind=r["kind"], accelerator=r["accelerator"], nodes=int(r["nodes"]),
             gpus_per_node=int(r["gpus_per_node"]), nics=int(r["nics"]), nic_bits_per_s=float(r["nic_gbit"]) * 1e9,
             network=r["network"], nvls=None if r["nvls"] == "" else bool(int(r["nvls"])),
+            sharp=bool(int(r["sharp"] or 0)),
             algorithm=r["algorithm"] or None, collective=r["collective"], n_bytes=float(r["n_bytes"]),
             busbw=float(r["busbw_GBps"]) * GB, time=float(r["time_us"]) * US if r["time_us"] else None,
             source=r["source"], note=r["note"]))
@@ -322,7 +353,10 @@ def gpu_cluster(nodes, *, gpus_per_node=8, accelerator="H100", nic_bandwidth=Non
         Whether the scale-up switch reduces in the network (NVLink SHARP).
         Default: what the GPU's NVSwitch supports (H100, H200, B200: yes).
     sharp : bool
-        In-network reduction in the scale-out switches (enables CollNet).
+        In-network reduction in the scale-out switches (InfiniBand SHARP:
+        enables CollNet Direct, CollNet Chain and, on NVLS GPUs, NVLS across
+        nodes). Checked against few published figures; see the module's
+        notes on SHARP.
     network : str
         ``"infiniband"``, ``"roce"``, ``"efa"`` or ``"tcp"`` (the last two
         uncalibrated: predictions are upper bounds).
@@ -495,6 +529,14 @@ def _candidates(collective: str, c: GpuCluster, cal: Calibration, *, algorithm=N
         latency = (2 * (min(1, ppn - 1) * _HW_LAT[intra_hw]["collnet_direct"]["Simple"] + (ppn - 1) * 0.4)
                    + _HW_LAT["net"]["collnet_direct"]["Simple"])
         out.append(Candidate("collnet_direct", "Simple", latency * US, algbw))
+    # CollNet Chain: a chain through the node's GPUs to one NIC per channel, SHARP across nodes. NCCL's
+    # busBw is the chain's NVLink rate; every byte goes up and down the chain (algbw = half), and
+    # leaves the node once through the NICs.
+    if c.sharp and n_nodes > 1:
+        algbw = min(0.5 * intra, inter)
+        latency = (2 * (ppn - 1) * _HW_LAT[intra_hw]["collnet_chain"]["Simple"]
+                   + _HW_LAT["net"]["tree" if ppn == 1 else "collnet_chain"]["Simple"])
+        out.append(Candidate("collnet_chain", "Simple", latency * US, algbw))
     return _filter(out, algorithm, protocol)
 
 
@@ -534,6 +576,16 @@ def predict(collective, n_bytes, cluster: GpuCluster, *, algorithm=None, protoco
     >>> big, small = predict("all_reduce", 2**33, c), predict("allreduce", 8, c)
     >>> big.algorithm, round(big.busbw / 1e9), small.protocol
     ('nvls', 480, 'LL')
+
+    With SHARP on 12 nodes of 8 H100 (eight 400 Gb/s NICs each), NCCL's pick
+    at 8 GiB, the CollNet Chain that CoreWeave's published run forced, and the
+    ring without SHARP (busbw, GB/s; see the module's notes on SHARP):
+
+    >>> sharp = gpu_cluster(12, nic_bandwidth=400e9, sharp=True)
+    >>> pick, chain = predict("allreduce", 2**33, sharp), predict("allreduce", 2**33, sharp, algorithm="collnet_chain")
+    >>> ring = predict("allreduce", 2**33, gpu_cluster(12, nic_bandwidth=400e9))
+    >>> pick.algorithm, round(pick.busbw / 1e9), round(chain.busbw / 1e9), ring.algorithm, round(ring.busbw / 1e9)
+    ('nvls', 542, 366, 'ring', 363)
     """
     collective = canonical_collective(collective)
     if collective not in ("allreduce", "allgather", "reduce_scatter", "broadcast", "reduce"):
