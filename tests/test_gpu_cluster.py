@@ -102,7 +102,7 @@ def test_collnet_chain_runs_at_half_the_nvlink_ring_rate_and_never_past_the_nics
     thin = dl.gpu_cluster(12, nic_bandwidth=IB8 / 8, nics=1, sharp=True)
     assert dl.predict("allreduce", 2**33, thin, algorithm="collnet_chain").algbw <= 0.94 * IB8 / 8 * 1.0001
     # The published run it is checked on (CoreWeave, CollNet Chain forced) is within 10 %.
-    cw = {r.id: r for r in dl.published_results()}["coreweave_h100_12x8_sharp"]
+    cw = {r.id: r for r in dl.published_results()}["h100_12x8_sharp_cw"]
     assert cw.sharp and cw.algorithm == "collnet_chain"
     assert dl.predict(cw.collective, cw.n_bytes, cw.cluster(), algorithm=cw.algorithm).busbw == pytest.approx(
         cw.busbw, rel=0.10)
