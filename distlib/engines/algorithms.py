@@ -656,7 +656,8 @@ def hierarchical_allreduce(comm, buf, *, op: str = "sum", node=None):
     ``allreduce(comm, buf, algorithm="hierarchical")`` is the same with the
     node found by :func:`this_node`. With one node, one rank per node or
     nodes of unequal size it is the flat ring. The cost model is
-    :func:`distlib.collectives.hierarchical_allreduce_time`.
+    :func:`distlib.collectives.two_level_allreduce_time` with
+    ``algorithm="hierarchical"``.
 
     Parameters
     ----------
