@@ -49,6 +49,7 @@ __all__ = [
     "gradient_comm_bytes_per_gpu",
     "gradient_comm_time",
     "Walls",
+    "NODE_NIC_BANDWIDTH",
     "three_walls",
 ]
 
@@ -625,13 +626,20 @@ class Walls:
         return Text("\n".join(lines))
 
 
+#: The node :func:`three_walls` assumes for each NVIDIA GPU it times with the NCCL cluster model:
+#: eight GPUs with one NIC each, the node's total NIC bandwidth in bytes/s, one direction. A DGX A100
+#: has eight 200 Gb/s HDR InfiniBand NICs (NVIDIA DGX A100 datasheet); DGX H100, H200 and B200 have
+#: eight 400 Gb/s ConnectX-7 NICs (NVIDIA DGX BasePOD reference architecture, "Core Components",
+#: https://docs.nvidia.com/dgx-basepod/reference-architecture-infrastructure-foundation-enterprise-ai/latest/core-components.html).
+NODE_NIC_BANDWIDTH = {"A100": 8 * 200e9 / 8, "H100": 8 * 400e9 / 8, "H200": 8 * 400e9 / 8, "B200": 8 * 400e9 / 8}
+
 #: GPUs whose communication :func:`three_walls` times with the NCCL cluster model.
-_CLUSTER_GPUS = ("A100", "H100", "H200", "B200")
+_CLUSTER_GPUS = tuple(NODE_NIC_BANDWIDTH)
 
 
 def three_walls(params, tokens, *, recipe="mixed_precision_adam", accelerator="H100", mfu=0.4, chips=1,
           stage=0, tokens_per_step=4 * 2**20, link_bandwidth=None, alpha=0.0, gpus_per_node=8,
-          nic_bandwidth=400e9) -> Walls:
+          nic_bandwidth=None) -> Walls:
     """The three walls for training ``params`` parameters on ``tokens`` tokens.
 
     Parameters
@@ -662,9 +670,11 @@ def three_walls(params, tokens, *, recipe="mixed_precision_adam", accelerator="H
         Per-message latency of a ring step, seconds (>= 0), flat ring only.
     gpus_per_node : int
         GPUs per node for the cluster model (default 8, as in HGX/DGX).
-    nic_bandwidth : float
-        The node's total NIC bandwidth, bytes/s one direction (default
-        400e9: eight 400 Gb/s NICs, one per GPU, as in a DGX H100).
+    nic_bandwidth : float, optional
+        The node's total NIC bandwidth, bytes/s one direction. Default: that
+        GPU's DGX node in :data:`NODE_NIC_BANDWIDTH`, eight NICs, one per GPU:
+        200e9 for the A100 (8 x 200 Gb/s HDR), 400e9 for the H100, H200 and
+        B200 (8 x 400 Gb/s NDR).
 
     Returns
     -------
@@ -698,6 +708,8 @@ def three_walls(params, tokens, *, recipe="mixed_precision_adam", accelerator="H
 
         gpn = min(chips, check_int("gpus_per_node", gpus_per_node, minimum=1))
         nodes = math.ceil(chips / gpn)
+        if nic_bandwidth is None:
+            nic_bandwidth = NODE_NIC_BANDWIDTH[spec.name]
         cluster = gpu_cluster(nodes, gpus_per_node=gpn, accelerator=spec,
                               nic_bandwidth=nic_bandwidth if nodes > 1 else None)
     elif link_bandwidth is None:

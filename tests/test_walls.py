@@ -181,6 +181,21 @@ def test_walls_on_one_node_and_on_a_flat_link():
     assert tpu.cluster is None and tpu.link_bandwidth == dl.accelerator("TPU v5p").link_bandwidth
 
 
+def test_walls_nodes_have_their_generation_s_nics():
+    # a DGX A100 has 8 x 200 Gb/s HDR NICs; DGX H100/H200/B200 8 x 400 Gb/s NDR
+    a100 = dl.three_walls(7e9, 1e12, chips=1024, accelerator="A100")
+    h100 = dl.three_walls(7e9, 1e12, chips=1024, accelerator="H100")
+    assert a100.cluster.nic_bandwidth == pytest.approx(8 * 200e9 / 8)
+    assert h100.cluster.nic_bandwidth == pytest.approx(8 * 400e9 / 8)
+    for name in ("H200", "B200"):
+        assert dl.three_walls(7e9, 1e12, chips=64, accelerator=name).cluster.nic_bandwidth == pytest.approx(400e9)
+    # the A100 default is the same as saying so, and an explicit value still wins
+    said = dl.three_walls(7e9, 1e12, chips=1024, accelerator="A100", nic_bandwidth=200e9)
+    assert a100.comm_time_per_step == pytest.approx(said.comm_time_per_step)
+    more = dl.three_walls(7e9, 1e12, chips=1024, accelerator="A100", nic_bandwidth=400e9)
+    assert more.cluster.nic_bandwidth == 400e9 and more.comm_time_per_step < a100.comm_time_per_step
+
+
 def test_walls_reports_communication_bound_on_a_slow_link():
     fast = dl.three_walls(7e9, 1e12, chips=64, tokens_per_step=2**20, accelerator="H100")
     slow = dl.three_walls(7e9, 1e12, chips=64, tokens_per_step=2**20, accelerator="H100", link_bandwidth=1e9)

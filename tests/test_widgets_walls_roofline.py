@@ -50,6 +50,16 @@ def test_walls_widget_matches_the_model():
     assert "14 chips" in wdg.summary.value  # ZeRO-3 needs 14 x 80 GB
 
 
+def test_walls_widget_gives_a100_nodes_their_200_gb_s_nics():
+    # a DGX A100 has 8 x 200 Gb/s HDR NICs; the H100's DGX node 8 x 400 Gb/s
+    wdg = WallsWidget(accelerator="H100", chips=1024)
+    assert wdg.result.cluster.nic_bandwidth == pytest.approx(400e9)
+    wdg.accelerator_dropdown.value = "A100"
+    assert wdg.result.accelerator.name == "A100"
+    assert wdg.result.cluster.nic_bandwidth == pytest.approx(200e9)
+    assert "1600 Gb/s per node" in wdg.summary.value
+
+
 def test_walls_widget_offers_only_valid_values():
     wdg = WallsWidget()
     assert wdg.mfu_slider.min > 0 and wdg.mfu_slider.max <= 1
