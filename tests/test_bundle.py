@@ -1,0 +1,104 @@
+"""The workshop bundle (scripts/bundle.sh), used as a room uses it.
+
+One documented command installs everything into a fresh venv from the
+bundle's wheels alone (pip cut off from every index), the room gets none of
+the project's build and test tooling, and a chapter's reader notebook then
+runs with the network gone (a network namespace with only loopback, as root).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT, toc_chapters
+
+pytestmark = pytest.mark.slow
+STEMS = [Path(c).name for c in toc_chapters()]
+TOOLING = ("jupyter-book", "sphinx", "pytest", "playwright", "hypothesis", "nbval", "ghp-import", "myst-nb")
+
+
+@pytest.fixture(scope="module")
+def built(book_build):
+    code, log, html = book_build
+    if code != 0:
+        pytest.fail("the book did not build:\n" + log[-4000:])
+    return html.parent
+
+
+@pytest.fixture(scope="module")
+def bundle(built, tmp_path_factory):
+    out = tmp_path_factory.mktemp("bundle") / "workshop"
+    env = dict(os.environ, SKIP_BUILD="1", OUT=str(out), BOOK_DIR=str(built / "html"),
+               READER_DIR=str(built / "reader"), SLIDES_DIR=str(built / "slides"))
+    done = subprocess.run(["bash", "scripts/bundle.sh"], cwd=ROOT, env=env, timeout=1200,
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return out
+
+
+def _clean_env(**extra):
+    """No PIP_* settings and no pip config file: pip can reach no index, only what it is given."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PIP_") and k != "MPLBACKEND"}
+    return dict(env, PIP_CONFIG_FILE=os.devnull, **extra)
+
+
+def test_the_bundle_lists_the_library_and_no_tooling(bundle):
+    requirements = (bundle / "requirements.txt").read_text().lower()
+    assert "distbook-distlib[widgets,mpi,torch]==" in requirements
+    names = {p.name.split("-")[0].lower().replace("_", "-") for p in (bundle / "wheels").glob("*.whl")}
+    assert {"distbook-distlib", "torch", "jupyterlab", "mpich", "mpi4py", "ipywidgets"} <= names
+    assert not names & set(TOOLING), f"build/test tooling in the room's wheels: {sorted(names & set(TOOLING))}"
+    assert sorted(p.name for p in (bundle / "notebooks").glob("*.ipynb")) == [f"{s}.ipynb" for s in STEMS]
+    assert (bundle / "book" / "index.html").exists() and (bundle / "slides" / "index.html").exists()
+    readme = (bundle / "README.md").read_text()
+    here = f"Python {sys.version_info[0]}.{sys.version_info[1]} on "
+    assert here in readme, "the README says which laptops the wheels were checked for"
+    assert "pip install --no-index --find-links wheels -r requirements.txt" in readme
+
+
+def test_the_bundle_refuses_a_python_it_cannot_serve(built, tmp_path):
+    env = dict(os.environ, SKIP_BUILD="1", OUT=str(tmp_path / "w"), PYTHONS="no-such-python3",
+               BOOK_DIR=str(built / "html"), READER_DIR=str(built / "reader"), SLIDES_DIR=str(built / "slides"))
+    done = subprocess.run(["bash", "scripts/bundle.sh"], cwd=ROOT, env=env, timeout=300,
+                          capture_output=True, text=True)
+    assert done.returncode != 0
+    assert "PYTHONS" in done.stderr and "no-such-python3" in done.stderr, done.stderr[-500:]
+
+
+def test_one_command_installs_the_room_and_a_chapter_runs_offline(bundle, tmp_path):
+    venv = tmp_path / "room-venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    py = str(venv / "bin" / "python")
+    # the bundle README's one command, run from the bundle's folder
+    subprocess.run([py, "-m", "pip", "install", "-q", "--no-index", "--find-links", "wheels",
+                    "-r", "requirements.txt"], cwd=bundle, check=True, env=_clean_env(), timeout=1200)
+    installed = {d["metadata"]["name"].lower() for d in json.loads(subprocess.run(
+        [py, "-m", "pip", "inspect"], capture_output=True, text=True, check=True, env=_clean_env()).stdout)["installed"]}
+    assert "distbook-distlib" in installed and "torch" in installed
+    assert not installed & set(TOOLING), sorted(installed & set(TOOLING))
+    # a participant's folder: the reader notebook alone, outside the repository
+    room = tmp_path / "laptop"
+    room.mkdir()
+    shutil.copy(bundle / "notebooks" / f"{STEMS[0]}.ipynb", room)
+    run = [py, "-m", "jupyter", "nbconvert", "--to", "notebook", "--execute", f"{STEMS[0]}.ipynb",
+           "--output", "ran.ipynb", "--ExecutePreprocessor.timeout=300"]
+    if os.geteuid() == 0 and shutil.which("unshare") and shutil.which("ip"):
+        # no network at all: a fresh namespace holds only loopback (the kernel talks over it)
+        run = ["unshare", "--net", "sh", "-c", 'ip link set lo up && exec "$@"', "sh", *run]
+    done = subprocess.run(run, cwd=room, env=_clean_env(HOME=str(tmp_path)), capture_output=True,
+                          text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    ran = json.loads((room / "ran.ipynb").read_text())
+    errors = [o for c in ran["cells"] if c["cell_type"] == "code" for o in c.get("outputs", [])
+              if o.get("output_type") == "error"]
+    assert not errors, errors[:1]
+    first = next(c for c in ran["cells"] if c["cell_type"] == "code")
+    setup = "".join(o.get("text", "") for o in first.get("outputs", []) if o.get("output_type") == "stream")
+    assert "pip install" not in setup, "the library came from the bundle, so the set-up cell installs nothing"
