@@ -27,8 +27,9 @@ Glued numbers are filled in as the reader notebooks fill them in
 (``tools/reader_notebooks.py``). The Markdown is rendered here with
 markdown-it, the parser MyST itself uses, so the decks need no Markdown
 plugin; MathJax typesets the formulas in the browser. reveal.js and MathJax
-are copied next to the decks, so they open from a file with no network
-(``scripts/slides.sh`` runs this).
+are copied next to the decks, so they open from a file with no network.
+``book/_ext/workshop_kit.py`` runs this after every HTML build;
+``tests/test_slides.py`` opens the decks in a browser.
 """
 
 from __future__ import annotations
@@ -852,7 +853,7 @@ class DeckMaker:
         if before is not None and before.sentences():
             last_sentence = before.sentences()[-1]
             end = plain_text(last_sentence).rstrip()
-            if end.endswith((":", ",")) or (anchor.kind == "math" and not end.endswith((".", "!", "?", ".)"))):
+            if end.endswith((":", ",")) or not end.endswith((".", "!", "?", ".)", "?)")):  # it goes on below
                 tail = None
                 if after is not None and after.kind == "para" and after.sentences():
                     first = after.sentences()[0]
