@@ -210,3 +210,12 @@ def test_describe_machine_prints_a_header_and_never_fails(tmp_path):
     assert r.returncode == 0 and "date:" in r.stdout and "?" in r.stdout
     for caller in (ROOT / ".ci" / "run", ROOT / "scripts" / "test.sh"):
         assert "scripts/describe_machine.sh || true" in caller.read_text(), caller
+
+
+def test_the_room_set_is_pinned_like_the_book_and_carries_no_tooling():
+    room, constraints = _pins(ROOT / "requirements-room.txt"), _pins(ROOT / "constraints.txt")
+    for name, version in room.items():
+        assert constraints.get(name) == version, f"{name}=={version} in requirements-room.txt, " \
+            f"{constraints.get(name)} in constraints.txt"
+    assert {"torch", "jupyterlab", "ipywidgets", "mpi4py", "mpich"} <= room.keys()
+    assert not room.keys() & {"jupyter-book", "sphinx", "pytest", "playwright", "hypothesis", "nbval", "ghp-import"}
