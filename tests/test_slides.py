@@ -21,6 +21,7 @@ import html
 import io
 import os
 import re
+import sys
 from pathlib import Path
 
 import nbformat
@@ -28,7 +29,9 @@ import pytest
 
 from conftest import ROOT, PageVisit, toc_chapters
 
-pytestmark = [pytest.mark.slow, pytest.mark.browser]
+sys.path.insert(0, str(ROOT / "tools"))
+import slides  # noqa: E402
+
 STEMS = [Path(c).name for c in toc_chapters()]
 SIZE = {"width": 1280, "height": 800}  # the size the decks are laid out at (Reveal.initialize)
 RAW_MYST = re.compile(r"\{glue|:::|```\{|\{[a-z][\w:-]*\}`|\{(ref|numref|doc|eq|math|term)\}|^\([\w-]+\)=|"
@@ -115,6 +118,8 @@ def five_word_runs(text: str) -> set:
 # --- the animation players ------------------------------------------------------
 
 
+@pytest.mark.slow
+@pytest.mark.browser
 def test_the_slides_controls_carry_icons(slides_dir, browser):
     """Each of an animation player's nine buttons draws a glyph of its own: something of a real size,
     with ink in it, and no two alike (matplotlib's player names Font Awesome icons, which a deck
@@ -164,12 +169,16 @@ def check_player(page, where: str, k: int):
 # --- what each slide holds --------------------------------------------------------
 
 
+@pytest.mark.slow
+@pytest.mark.browser
 def test_no_slide_is_only_a_heading(decks):
     bare = [(stem, k, s["title"]) for stem, d in decks.items() for k, s in enumerate(d["slides"])
             if s["words"] < 3 and not s["shown"]]
     assert not bare, bare
 
 
+@pytest.mark.slow
+@pytest.mark.browser
 def test_every_formula_is_typeset_and_every_slide_fits(decks):
     for stem, deck in decks.items():
         assert not deck["errors"], (stem, deck["errors"][:3])
@@ -180,6 +189,8 @@ def test_every_formula_is_typeset_and_every_slide_fits(decks):
             assert s["height"] <= SIZE["height"] and s["width"] <= SIZE["width"], (stem, k, s["title"], s)
 
 
+@pytest.mark.slow
+@pytest.mark.browser
 def test_every_slide_has_speaker_notes_from_the_chapter_in_plain_words(decks):
     for stem, deck in decks.items():
         nb = nbformat.read(ROOT / "notebooks" / f"{stem}.ipynb", as_version=4)
@@ -198,6 +209,8 @@ def test_every_slide_has_speaker_notes_from_the_chapter_in_plain_words(decks):
 # --- titles -------------------------------------------------------------------------
 
 
+@pytest.mark.slow
+@pytest.mark.browser
 def test_every_deck_is_titled_with_its_chapter_title(decks, slides_dir):
     index = (slides_dir / "index.html").read_text()
     for stem, deck in decks.items():
@@ -208,3 +221,77 @@ def test_every_deck_is_titled_with_its_chapter_title(decks, slides_dir):
         assert f'href="{stem}.html">{html.escape(title)}</a>' in index, stem
     # chapter 9's deck was once titled by a shell comment in one of its code blocks
     assert decks["09_mini_cluster"]["title"] == "9. A cluster on one machine"
+
+
+# --- the rules, on small chapters (no browser, no book build) ----------------------
+
+
+def small_chapter(*markdown: str, outputs=()):
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_markdown_cell(m) for m in markdown]
+    for html_output in outputs:
+        cell = nbformat.v4.new_code_cell("")
+        cell.outputs = [nbformat.v4.new_output("display_data", data={"text/html": html_output})]
+        nb.cells.append(cell)
+    return nb
+
+
+LEARN = ":::{admonition} What you will learn\n- one thing\n:::\n\nThe chapter starts with a sentence of its own."
+
+
+def test_a_comment_in_a_code_block_is_neither_the_title_nor_a_slide():
+    nb = small_chapter(f"# 3. A title\n\n{LEARN}",
+                       "## Running it\n\nStart one agent per node:\n\n```bash\n# on node 0 and on node 1\n"
+                       "torchrun --nnodes 2\n```\n")
+    title, sections, _ = slides.chapter_slides(nb, {}, "03_x")
+    assert title == "3. A title"
+    assert not any("<h1>on node 0" in s or "<h2>on node 0" in s for s in sections)
+    assert "# on node 0 and on node 1" in sections[1]  # shown as code, under its section
+
+
+def test_a_heading_with_nothing_under_it_heads_the_next_slide():
+    nb = small_chapter(f"# 1. T\n\n{LEARN}", "## Worked problems\n\n### Parts\n\nEvery part has a sentence. "
+                       "And a second one.")
+    _, sections, _ = slides.chapter_slides(nb, {}, "01_x")
+    assert len(sections) == 2
+    assert '<p class="kicker">Worked problems</p><h2>Parts</h2>' in sections[1]
+
+
+def test_a_formula_inside_a_sentence_is_shown_inside_it_and_the_notes_read_it_out():
+    nb = small_chapter(f"# 1. T\n\n{LEARN}",
+                       "## Bytes\n\nEach rank sends\n\n$$\n2\\frac{p-1}{p}n\n$$\n\nbytes in all. Then it stops.")
+    _, sections, _ = slides.chapter_slides(nb, {}, "01_x")
+    slide = sections[1]
+    assert slide.index("Each rank sends") < slide.index("\\[2\\frac{p-1}{p}n\\]") < slide.index("bytes in all.")
+    notes = slide.split('<aside class="notes">')[1]
+    assert "2(p−1)/p·n" in notes and "\\frac" not in notes
+
+
+def test_a_glued_1_at_the_start_of_a_line_does_not_begin_a_list():
+    nb = small_chapter(f"# 1. T\n\n{LEARN}", "## Loads\n\nThe worst load is\n{glue:text}`worst`. With the other "
+                       "order it is higher.")
+    _, sections, _ = slides.chapter_slides(nb, {"worst": "1"}, "01_x")
+    assert "<ol" not in sections[1] and "The worst load is 1." in sections[1]
+
+
+@pytest.mark.parametrize("tex, plain", [
+    (r"2\frac{p-1}{p}n\beta", "2(p−1)/p·nβ"),
+    (r"T = 2(p-1)\,\alpha + 2\frac{p-1}{p}\,\frac{n}{B_\text{link}}", "T = 2(p−1) α + 2(p−1)/p n/B_link"),
+    (r"n^* = \alpha/\beta = \alpha B", "n* = α/β = α B"),
+    (r"2\lceil\log_2 p\rceil", "2⌈log₂ p⌉"),
+    (r"3.14 \times 10^{23}", "3.14 × 10²³"),
+    (r"\frac{\partial L}{\partial W} = X^\top \frac{\partial L}{\partial Y}", "∂L/∂W = Xᵀ ∂L/∂Y"),
+])
+def test_formulas_in_the_notes_are_written_as_plain_text(tex, plain):
+    assert slides.plain_tex(tex).replace("\u2009", " ") == plain  # \, is a thin space
+
+
+def test_the_player_icons_are_drawn_and_an_unknown_one_stops_the_build():
+    page = "".join(f'<button><i class="fa fa-{name}"></i></button>' for name in
+                   ("minus", "fast-backward", "step-backward", "play fa-flip-horizontal", "pause", "play",
+                    "step-forward", "fast-forward", "plus"))
+    drawn = slides.player_with_icons(page)
+    assert "<i " not in drawn and drawn.count('<svg class="anim-icon"') == 9
+    assert len(set(re.findall(r' d="([^"]+)"', drawn))) == 9
+    with pytest.raises(slides.SlideError, match="fa-repeat"):
+        slides.player_with_icons('<i class="fa fa-repeat"></i>')
