@@ -12,6 +12,10 @@
 #   PORT, BOOK_PORT       ports on 127.0.0.1
 #   WORKSHOP_DIR          the working copy (default: workshop/); kept between
 #                         runs, so edits survive a restart; FRESH=1 recopies
+#   KEEP_LAYOUT=1         reopen JupyterLab's last layout (default: a clean one,
+#                         so no kernel starts for notebooks left open)
+# Kernels left with no tab attached (a closed Live code page, a closed
+# notebook tab) are shut down after 30 idle minutes.
 #   READER_DIR, BOOK_DIR  the reader notebooks and the built book
 #   VENV                  the environment with JupyterLab (default: .venv)
 #   TOKEN                 the JupyterLab token (default: a new random one)
@@ -59,12 +63,20 @@ done
 
 # The working copy: the reader notebooks, copied once; later runs keep edits.
 mkdir -p "$WORKSHOP_DIR"
-copied=0
+copied=0 kept=0
 for nb in "$READER_DIR"/*.ipynb; do
   dest="$WORKSHOP_DIR/$(basename "$nb")"
-  if [ ! -e "$dest" ] || [ "${FRESH:-0}" = 1 ]; then cp "$nb" "$dest"; copied=$((copied + 1)); fi
+  if [ ! -e "$dest" ] || [ "${FRESH:-0}" = 1 ]; then cp "$nb" "$dest"; copied=$((copied + 1)); else kept=$((kept + 1)); fi
 done
-echo "working copy: $(cd "$WORKSHOP_DIR" && pwd) ($copied notebook(s) copied; existing edits kept)"
+if [ "$kept" = 0 ]; then
+  echo "working copy: $(cd "$WORKSHOP_DIR" && pwd) ($copied notebook(s) copied)"
+else
+  echo "working copy: $(cd "$WORKSHOP_DIR" && pwd) ($kept notebook(s) kept with their edits, $copied copied; FRESH=1 recopies all)"
+fi
+# JupyterLab reopens the last layout, and starts a kernel for every notebook
+# left open in it: each start begins with a clean layout (KEEP_LAYOUT=1 keeps it).
+workspaces="$WORKSHOP_DIR/.jupyter/lab/workspaces"
+[ "${KEEP_LAYOUT:-0}" = 1 ] || rm -rf "$workspaces"
 
 TOKEN=${TOKEN:-$("$py" -c 'import secrets; print(secrets.token_hex(24))')}
 root_flag=()
@@ -115,6 +127,9 @@ JUPYTER_CONFIG_DIR="$WORKSHOP_DIR/.jupyter" "$VENV/bin/jupyter-lab" --no-browser
   --ServerApp.ip=127.0.0.1 --ServerApp.port="$PORT" --ServerApp.port_retries=0 \
   --ServerApp.root_dir="$WORKSHOP_DIR" --IdentityProvider.token="$TOKEN" \
   --ServerApp.allow_origin="http://127.0.0.1:$BOOK_PORT" \
+  --LabApp.workspaces_dir="$workspaces" \
+  --MappingKernelManager.cull_idle_timeout=1800 --MappingKernelManager.cull_interval=120 \
+  --MappingKernelManager.cull_connected=False \
   --LabApp.news_url=None --LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate \
   >"$WORKSHOP_DIR/.jupyterlab.log" 2>&1 &
 pids+=($!)

@@ -78,6 +78,11 @@ class Workshop:
         assert self.lab_url and self.book_url, "".join(self.lines)
         self.token = self.lab_url.split("token=")[1]
 
+    def kernels(self) -> list[str]:
+        url = self.lab_url.split("/lab?")[0] + f"/api/kernels?token={self.token}"
+        with urllib.request.urlopen(url, timeout=10) as reply:
+            return [k["id"] for k in json.load(reply)]
+
     def tree(self):
         parent = psutil.Process(self.proc.pid)
         return [parent, *parent.children(recursive=True)]
@@ -145,6 +150,9 @@ def test_workshop_refuses_a_bad_port_by_name(built, tmp_path):
 
 def test_workshop_keeps_edits_and_stops_cleanly_on_ctrl_c(built, tmp_path):
     ws = Workshop(built, tmp_path)
+    first = "".join(ws.lines)
+    assert f"({len(STEMS)} notebook(s) copied)" in first and "kept" not in first, first
+    layout = ws.dir / ".jupyter" / "lab" / "workspaces"
     edited = ws.dir / f"{STEMS[0]}.ipynb"
     edited.write_text(edited.read_text() + "\n")  # a participant's edit
     mark = edited.read_bytes()
@@ -154,10 +162,13 @@ def test_workshop_keeps_edits_and_stops_cleanly_on_ctrl_c(built, tmp_path):
     with socket.socket() as s:  # the port is free again (TIME_WAIT aside, as servers bind)
         s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         s.bind(("127.0.0.1", ws.port))
-    again = Workshop(built, tmp_path)  # a restart keeps the room's edits
+    layout.mkdir(parents=True, exist_ok=True)  # the layout JupyterLab saved, with notebooks open
+    (layout / "default-37a8.jupyterlab-workspace").write_text('{"data": {}, "metadata": {"id": "default"}}')
+    again = Workshop(built, tmp_path)  # a restart keeps the room's edits, not the old layout
     try:
         assert (again.dir / edited.name).read_bytes() == mark
-        assert any("existing edits kept" in line for line in again.lines)
+        assert any(f"({len(STEMS)} notebook(s) kept with their edits, 0 copied" in line for line in again.lines)
+        assert not (layout / "default-37a8.jupyterlab-workspace").exists()
     finally:
         again.stop()
 
@@ -213,9 +224,12 @@ def test_live_code_runs_a_chapter_page_on_the_workshop_server(workshop, browser,
     url = workshop.book_url.replace("/index.html", f"/{chapter}.html")
     visit = PageVisit(browser, url, context={"viewport": {"width": 1280, "height": 900}}, settle_ms=0)
     page = visit.page
+    before = set(workshop.kernels())
     page.click("#distbook-live-button")
     page.wait_for_function(
         "() => /^live:/.test(document.getElementById('distbook-live-status').textContent)", timeout=120_000)
+    started = set(workshop.kernels()) - before
+    assert len(started) == 1, started
     cells = page.locator(".thebe-cell")
     assert cells.count() >= 5
     # the first cell's "run all" runs the whole chapter on the workshop's kernel
@@ -229,6 +243,12 @@ def test_live_code_runs_a_chapter_page_on_the_workshop_server(workshop, browser,
     page.screenshot(path=str(built / "live-code.png"))
     assert not visit.outside, visit.outside[:3]
     assert not visit.errors, visit.errors[:3]
+    page.close(run_before_unload=True)  # as a reader closes the tab: the page's unload handlers run
+    # the page's kernel ends with its tab, not at the end of the workshop
+    deadline = time.monotonic() + 30
+    while started & set(workshop.kernels()) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert not started & set(workshop.kernels()), "the Live code kernel outlived its page"
     visit.context.close()
 
 

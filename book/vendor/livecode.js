@@ -122,6 +122,7 @@
       })
       .then(function (live) {
         if (!live || !live.session) throw new Error("the server started no kernel");
+        closeWithThePage(server, live.session);
         document.documentElement.classList.add("distbook-live");
         status("live: cells run on " + server.baseUrl + " (edit a cell, then 'run')", "ok");
       })
@@ -130,6 +131,20 @@
         status("live code could not connect to " + server.baseUrl + ": " + (err && err.message || err) +
                ". Is scripts/workshop.sh running, and is the token right?", "error");
       });
+  }
+
+  // The kernel this page started ends with the page (tab closed, reload,
+  // another page): a DELETE that the browser still sends while the page goes
+  // (keepalive). workshop.sh also culls kernels left with no connection.
+  function closeWithThePage(server, session) {
+    var id = session.connection && session.connection.id;  // thebe's ThebeSession: the server's session
+    if (!id) return;
+    window.addEventListener("pagehide", function () {
+      // deleting the session shuts down its kernel
+      var url = server.baseUrl + "/api/sessions/" + encodeURIComponent(id) +
+                (server.token ? "?token=" + encodeURIComponent(server.token) : "");
+      try { fetch(url, { method: "DELETE", keepalive: true, mode: "cors" }); } catch (e) { /* the page is going */ }
+    });
   }
 
   function onClick() {
