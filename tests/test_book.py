@@ -66,3 +66,18 @@ def test_no_page_names_a_cdn_for_its_scripts(book_build):
         bad = [s[:120] for s in scripts if re.search(r"unpkg\.com|cdn\.jsdelivr\.net|cdnjs\.cloudflare\.com", s)]
         assert not bad, (page.relative_to(html), bad)
         assert "sphinx-thebe.js" not in text
+
+
+def test_exercises_are_numbered_per_chapter_in_the_pages_and_the_reader_notebooks(book_build):
+    """Chapter c's exercises read "Exercise c.1", "c.2", ... on its page and in its reader copy."""
+    _, _, html = book_build
+    for chapter in toc_chapters():
+        number = int(re.match(r"(\d+)_", chapter.rsplit("/", 1)[-1]).group(1))
+        page = (html / f"{chapter}.html").read_text()
+        shown = re.findall(r"Exercise (\d+(?:\.\d+)?)", page)
+        if not shown:
+            continue
+        assert {s.split(".")[0] for s in shown} == {str(number)}, (chapter, sorted(set(shown))[:5])
+        assert f"Exercise {number}.1" in page
+        reader = (html.parent / "reader" / f"{chapter.rsplit('/', 1)[-1]}.ipynb").read_text()
+        assert f"Exercise {number}.1" in reader and not re.search(r"Exercise (?!%d\.)\d" % number, reader)

@@ -188,3 +188,11 @@ def test_exercise_numbers_follow_the_book():
     assert sources[1:] == ["## W", "### Exercise 12\n\nQ 2", "#### Solution to Exercise 12", "A", "## Summary"]
     assert nb.cells[4].metadata == {"hidden": True}
     assert nb.metadata["colab"]["collapsed_sections"] == [nb.cells[3].id]
+
+
+def test_exercises_are_numbered_per_chapter_without_the_books_numbers():
+    md = ("## W\n\n:::{exercise}\n:label: a\nQ1\n:::\n\n:::{exercise}\n:label: b\nQ2\n:::\n\n"
+          "See {ref}`b`.")
+    nb = rn.reader_notebook(notebook(md), {}, name="06_mpi")
+    text = "\n".join(c.source for c in nb.cells)
+    assert "### Exercise 6.1\n" in text and "### Exercise 6.2\n" in text and "See Exercise 6.2." in text

@@ -126,6 +126,13 @@ class Chapter:
         self.section_level = 1
         self.exercise_level = 3
 
+    def next_exercise_number(self) -> str:
+        """Without the book's number: "c.k" for the k-th exercise of chapter c (its file's ``NN_``),
+        as the book numbers them (book/_ext/offline_book.py); else on from ``first``."""
+        chapter = re.match(r"(\d+)_", self.name)
+        k = len(self.exercises) + 1
+        return f"{int(chapter.group(1))}.{k}" if chapter else str(self.first + k - 1)
+
     def fail(self, what: str, text: str) -> ReaderError:
         snippet = text.strip().splitlines()[0][:120] if text.strip() else ""
         return ReaderError(f"{self.name}: {what}: {snippet!r}")
@@ -245,7 +252,7 @@ class Chapter:
             elif name == "exercise":
                 flush()
                 label = options.get("label", "")
-                number = self.numbers.get(label) or self.first + len(self.exercises)
+                number = self.numbers.get(label) or self.next_exercise_number()
                 if label:
                     self.exercises[label] = number
                 title = f"Exercise {number}" + (f" ({self.inline(arg)})" if arg else "")

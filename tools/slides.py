@@ -559,8 +559,8 @@ class ChapterReader:
                 items += [Item("solution-start"), *self.blocks(body), Item("solution-end")]
             elif name == "exercise":
                 self.exercises += 1
-                number = self.chapter.first + self.exercises - 1
-                label = options.get("label", "")
+                number = self.chapter.next_exercise_number()  # "6.1": numbered per chapter, as the book does
+                label = options.get("label", "") or f"(exercise {self.exercises})"
                 if label:
                     self.chapter.exercises[label] = number
                 title = f"Exercise {number}" + (f": {arg}" if arg else "")
@@ -1069,7 +1069,7 @@ def build(executed: Path, out: Path) -> list[Path]:
     (out / "mathjax").mkdir(exist_ok=True)
     shutil.copy2(MATHJAX, out / "mathjax" / MATHJAX.name)
     decks, items, first_exercise = [], [], 1
-    for path in notebooks:  # book order: the exercises are numbered through the book, as sphinx-exercise does
+    for path in notebooks:  # book order
         nb = nbformat.read(path, as_version=4)
         values = load_glue(path.with_suffix(".glue.json"))
         title, sections, exercises = chapter_slides(nb, values, path.stem, first_exercise=first_exercise)

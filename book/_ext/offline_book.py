@@ -163,6 +163,29 @@ def _redirect_keeping_the_hash(index: Path) -> None:
     index.write_text(script + text, encoding="utf-8")
 
 
+_CHAPTER = re.compile(r"(?:^|/)(\d+)_[^/]*$")
+
+
+def _exercises_numbered_per_chapter(app, env):
+    """Exercise k of chapter c is "Exercise c.k", in the pages and (read from here) the reader notebooks.
+
+    sphinx-exercise numbers exercises on through the whole book (chapter 6
+    began at "Exercise 19"). Sphinx has just assigned those numbers
+    (``env.toc_fignumbers``, in ``env-get-updated``); this runs after it and
+    renumbers each chapter's exercises from 1, in their order, behind the
+    chapter's number (its file name's ``NN_``). References follow, as
+    sphinx-exercise reads the numbers from the same table.
+    """
+    for doc, per_type in env.toc_fignumbers.items():
+        chapter = _CHAPTER.search(doc)
+        exercises = per_type.get("exercise")
+        if not chapter or not exercises:
+            continue
+        ordered = sorted(exercises, key=lambda label: exercises[label])
+        per_type["exercise"] = {label: (int(chapter.group(1)), k) for k, label in enumerate(ordered, 1)}
+    return []
+
+
 def setup(app):
     from sphinx.search import IndexBuilder
 
@@ -171,6 +194,7 @@ def setup(app):
     app.connect("config-inited", _config)
     app.connect("source-read", _static_frames_for)
     app.connect("doctree-resolved", _no_error_outputs)
+    app.connect("env-get-updated", _exercises_numbered_per_chapter, priority=900)  # after Sphinx numbers them
     app.connect("html-page-context", _dedupe_and_check, priority=900)
     app.connect("build-finished", _without_fontawesome_js, priority=100)
     app.connect("build-finished", _root_redirect_keeps_the_hash, priority=900)
