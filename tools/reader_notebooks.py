@@ -42,6 +42,8 @@ from pathlib import Path
 import nbformat
 
 ROOT = Path(__file__).resolve().parents[1]
+BIBFILE = ROOT / "references.bib"  # the book's bibliography (_config.yml: bibtex_bibfiles)
+CITE_ROLES = {"cite": "p", "cite:p": "p", "cite:t": "t", "cite:ps": "ps", "cite:ts": "ts"}
 
 ADMONITIONS = {  # directive -> (default title, emoji shown before it)
     "admonition": ("", ""), "note": ("Note", "ℹ️"), "tip": ("Tip", "💡"), "hint": ("Hint", "💡"),
@@ -109,6 +111,86 @@ def escape_markdown(text: str) -> str:
 
 
 # ----------------------------------------------------------------------------
+# Citations (author-year, as sphinxcontrib-bibtex's author_year style prints them)
+# ----------------------------------------------------------------------------
+
+
+def load_bibliography(path: Path = BIBFILE) -> dict:
+    """``{key: pybtex Entry}`` from the book's ``.bib`` file ({} if there is none)."""
+    if not Path(path).exists():
+        return {}
+    from pybtex.database import parse_file
+
+    return dict(parse_file(str(path)).entries)
+
+
+def _plain(latex: str) -> str:
+    """A BibTeX field as plain text: accents decoded, protecting braces dropped."""
+    import codecs
+
+    import latexcodec  # noqa: F401  (registers the "ulatex" codec; a pybtex dependency)
+
+    return re.sub(r"[{}]", "", codecs.decode(latex, "ulatex")).strip()
+
+
+def _names(entry, *, full: bool, last_only: bool = True) -> str:
+    people = entry.persons.get("author") or entry.persons.get("editor") or []
+    if not people:
+        return f"*{_plain(entry.fields.get('title', '?'))}*"
+    others = any(str(p) == "others" for p in people)
+    people = [p for p in people if str(p) != "others"]
+    if last_only:
+        names = [_plain(" ".join(p.prelast_names + p.last_names)) for p in people]
+    else:
+        names = [_plain(" ".join(p.first_names + p.middle_names + p.prelast_names + p.last_names)) for p in people]
+    if (len(names) > 2 or others) and not full:
+        return f"{names[0]} *et al.*"
+    if others:
+        return ", ".join(names) + " *et al.*"
+    return names[0] if len(names) == 1 else (
+        " and ".join(names) if len(names) == 2 else ", ".join(names[:-1]) + ", and " + names[-1])
+
+
+def cite_text(keys: list[str], bibliography: dict, *, mode: str = "p") -> str:
+    """``{cite:p}`` -> "(Patarasuk and Yuan, 2009)", ``{cite:t}`` -> "Patarasuk and Yuan (2009)";
+    ``ps``/``ts`` list every author. Several keys are joined with "; " (p) or ", " (t)."""
+    missing = [k for k in keys if k not in bibliography]
+    if missing:
+        raise KeyError(", ".join(missing))
+    full = mode in ("ps", "ts")
+    parts = []
+    for key in keys:
+        entry = bibliography[key]
+        year = entry.fields.get("year", "n.d.")
+        names = _names(entry, full=full)
+        parts.append(f"{names}, {year}" if mode in ("p", "ps") else f"{names} ({year})")
+    return f"({'; '.join(parts)})" if mode in ("p", "ps") else ", ".join(parts)
+
+
+def reference_entry(entry) -> str:
+    """One bibliography line in Markdown: authors (year). Title. Venue. URL."""
+    f = entry.fields
+    text = f"{_names(entry, full=True, last_only=False)} ({f.get('year', 'n.d.')}). {_plain(f.get('title', ''))}."
+    venue = f.get("journal") or f.get("booktitle") or f.get("howpublished")
+    if venue:
+        venue = f"*{_plain(venue)}*"
+        if f.get("volume"):
+            venue += f", {f['volume']}" + (f"({f['number']})" if f.get("number") else "")
+        if f.get("pages"):
+            venue += f", {f['pages'].replace('--', '–')}"
+        text += f" {venue}."
+    link = f"https://doi.org/{f['doi']}" if f.get("doi") else f.get("url")
+    return text + (f" <{link}>" if link else "")
+
+
+def references_cell_source(keys: list[str], bibliography: dict) -> str:
+    """The "References" cell a reader notebook ends with: every entry the chapter cites, in order of
+    first citation."""
+    lines = [f"- {reference_entry(bibliography[key])}" for key in keys]
+    return "## References\n\n" + "\n".join(lines)
+
+
+# ----------------------------------------------------------------------------
 # Markdown conversion
 # ----------------------------------------------------------------------------
 
@@ -116,9 +198,12 @@ def escape_markdown(text: str) -> str:
 class Chapter:
     """State while converting one chapter: glue values, exercise numbers, section depth."""
 
-    def __init__(self, name: str, glue: dict, *, numbers: dict | None = None, first: int = 1):
+    def __init__(self, name: str, glue: dict, *, numbers: dict | None = None, first: int = 1,
+                 bibliography: dict | None = None):
         self.name = name
         self.glue = glue
+        self.bibliography = bibliography  # key -> pybtex Entry; read from BIBFILE at the first citation
+        self.cited: list = []  # the keys this chapter cites, in order of first citation
         self.numbers = numbers or {}  # label -> the book's number for it (sphinx-exercise's)
         self.first = first  # the number of this chapter's first exercise when a label has none
         self.used_glue: set = set()
@@ -150,6 +235,16 @@ class Chapter:
             self.used_glue.add(key)
             value = format_glue(self.glue[key], fmt_spec)
             return value if name == "glue:md" else escape_markdown(value)
+        if name in CITE_ROLES:
+            if self.bibliography is None:
+                self.bibliography = load_bibliography()
+            keys = [k.strip() for k in text.split(",") if k.strip()]
+            try:
+                shown = cite_text(keys, self.bibliography, mode=CITE_ROLES[name])
+            except KeyError as exc:
+                raise self.fail(f"citation key {exc.args[0]} is not in {BIBFILE.name}", match.group(0)) from None
+            self.cited += [k for k in keys if k not in self.cited]
+            return shown
         if name == "math":
             return f"${text}$"
         if name in ("sub", "sup"):
@@ -335,13 +430,13 @@ def raw_myst(text: str) -> list[str]:
 
 
 def reader_notebook(source_nb, glue: dict, *, name: str, ref: str = "", exercise_numbers: dict | None = None,
-                    first_exercise: int = 1):
+                    first_exercise: int = 1, bibliography: dict | None = None):
     """The reader copy of one chapter (a new ``NotebookNode``).
 
     Exercises take their numbers from ``exercise_numbers`` (label -> number, as
     the book shows them), else count up from ``first_exercise``.
     """
-    chapter = Chapter(name, glue, numbers=exercise_numbers, first=first_exercise)
+    chapter = Chapter(name, glue, numbers=exercise_numbers, first=first_exercise, bibliography=bibliography)
     cells = []
     solution = None  # the heading cell of the open solution
     hidden_ids = []
@@ -408,6 +503,8 @@ def reader_notebook(source_nb, glue: dict, *, name: str, ref: str = "", exercise
         cells.append(new)
     if solution is not None:
         raise chapter.fail("a solution is never closed (no solution-end)", solution.source)
+    if chapter.cited:  # the book lists these on its References page; the reader copy at its end
+        add_markdown(references_cell_source(chapter.cited, chapter.bibliography), hidden=False)
 
     # a solution's fold must end before prose that is not a new exercise or section
     for k, cell in enumerate(cells):
