@@ -171,7 +171,8 @@ def test_web_only_notes_are_left_out():
 @pytest.mark.parametrize("markdown, message", [
     ("{glue:text}`missing`", "glue key 'missing'"),
     (":::{figure} x.png\n:::", "unknown MyST directive {figure}"),
-    ("{cite}`knuth`", "unknown MyST role {cite}"),
+    ("{cite}`knuth`", "citation key knuth is not in references.bib"),
+    ("{footcite}`knuth`", "unknown MyST role {footcite}"),
     (":::{note}\nnever closed", "never closed"),
     ("## W\n\n:::{exercise}\n:label: e\nQ\n:::\n\n:::{solution-start} e\n:::\nA\n:::{solution-end}\n:::\n\nMore prose.",
      "the solution's fold would hide it"),
