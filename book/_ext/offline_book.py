@@ -163,6 +163,36 @@ def _redirect_keeping_the_hash(index: Path) -> None:
     index.write_text(script + text, encoding="utf-8")
 
 
+def _register_round_citations():
+    """An author-year citation style with round brackets, "(Patarasuk and Yuan, 2009)", as the reader
+    notebooks print them (tools/reader_notebooks.py); sphinxcontrib-bibtex's own uses square ones.
+    Registered when this extension is imported, before sphinxcontrib-bibtex reads its settings
+    (``bibtex_reference_style: author_year_round`` in _config.yml)."""
+    import dataclasses
+
+    try:
+        import sphinxcontrib.bibtex.plugin as plugin
+        from sphinxcontrib.bibtex.style.referencing import BracketStyle
+        from sphinxcontrib.bibtex.style.referencing.author_year import AuthorYearReferenceStyle
+    except ImportError:  # pragma: no cover - Jupyter Book 1 always brings it
+        return
+
+    def round_brackets():
+        return BracketStyle(left="(", right=")")
+
+    @dataclasses.dataclass
+    class RoundAuthorYear(AuthorYearReferenceStyle):
+        bracket_parenthetical: BracketStyle = dataclasses.field(default_factory=round_brackets)
+        bracket_textual: BracketStyle = dataclasses.field(default_factory=round_brackets)
+        bracket_author: BracketStyle = dataclasses.field(default_factory=round_brackets)
+        bracket_label: BracketStyle = dataclasses.field(default_factory=round_brackets)
+        bracket_year: BracketStyle = dataclasses.field(default_factory=round_brackets)
+
+    plugin.register_plugin("sphinxcontrib.bibtex.style.referencing", "author_year_round", RoundAuthorYear)
+
+
+_register_round_citations()
+
 _CHAPTER = re.compile(r"(?:^|/)(\d+)_[^/]*$")
 
 
