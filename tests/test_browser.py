@@ -48,7 +48,15 @@ def test_widgets_render_from_saved_state(browser, book_server, chapter):
     # every chapter's widget shows a picture drawn at build time
     imgs = page.locator(".distlib-widget img.distlib-frame")
     assert imgs.count() >= 1
-    assert imgs.first.evaluate("img => img.naturalWidth") > 100
+    shown = page.locator(".distlib-widget img.distlib-frame:visible").first
+    shown.scroll_into_view_if_needed()
+    page.wait_for_function("img => img.complete && img.naturalWidth > 100", arg=shown.element_handle(), timeout=15000)
+    # frames no control has chosen yet are not fetched with the page
+    hidden = page.evaluate("() => [...document.querySelectorAll('.distlib-widget img.distlib-frame')]"
+                           ".filter(i => i.offsetParent === null)"
+                           ".map(i => ({lazy: i.loading === 'lazy', fetched: i.complete && i.naturalWidth > 0}))")
+    assert hidden and all(h["lazy"] for h in hidden), "hidden frames without loading=lazy"
+    assert sum(h["fetched"] for h in hidden) <= len(hidden) // 4, f"{sum(h['fetched'] for h in hidden)} of {len(hidden)} hidden frames fetched"
     visit.close()
 
 

@@ -152,6 +152,8 @@ def test_picture_html_files_and_inline(tmp_path):
     assert f"--w:{wide.width}px" in html and f"--wn:{narrow.width}px" in html
     inline = pictures.picture_html(wide, narrow, folder=None)
     assert inline.count("data:image/png;base64,") == 2
+    assert "loading=" not in html
+    assert ' loading="lazy" ' in pictures.picture_html(wide, narrow, folder=None, lazy=True)
 
 
 def test_the_book_kernels_show_figures_as_pictures_and_leave_pyplot_as_it_was(tmp_path):

@@ -93,6 +93,9 @@ def test_every_live_static_control_drives_a_stack_of_distinct_frames(built, name
     leaves = [c for c in _walk(wdg) if isinstance(c, w.HTML) and "<picture" in c.value]
     # identical frames share one model, so there are at most as many pictures as frames
     assert wdg.frame_count >= 20 and 0.5 * wdg.frame_count <= len({id(p) for p in leaves}) <= wdg.frame_count
+    # only the first view's frame comes with the page; the rest load when a control shows them
+    eager = [p for p in {id(p): p for p in leaves}.values() if 'loading="lazy"' not in p.value]
+    assert len(eager) == 1, f"{len(eager)} frames fetched with the page"
     files = {p.name for p in static.iterdir()}
     wide = {_src(p.value, "src") for p in leaves}
     narrow = {_src(p.value, "srcset") for p in leaves}

@@ -429,14 +429,16 @@ def _src(r: Rendering, folder: Path | None, url: str) -> str:
 
 
 def picture_html(wide: Rendering, narrow: Rendering, *, folder: str | Path | None, url: str = "",
-                 alt: str = "", cls: str = "distlib-frame") -> str:
+                 alt: str = "", cls: str = "distlib-frame", lazy: bool = False) -> str:
     """A ``<picture>``: ``narrow`` on viewports up to PHONE_MAX_VIEWPORT px, ``wide`` elsewhere.
 
     ``folder``: where the PNGs are written (named by their content), reached
     from the page by ``url``; None embeds them as data URIs. The browser
     fetches only the one it shows. The image's CSS size and aspect ratio are
     set up front (``distbook.css`` reads ``--w``/``--ar`` and, on a phone,
-    ``--wn``/``--arn``), so swapping frames never moves the page.
+    ``--wn``/``--arn``), so swapping frames never moves the page. ``lazy``:
+    the browser fetches it only once it is shown (``loading="lazy"``; a
+    widget's frames that no control has chosen yet are hidden, so unfetched).
     """
     folder = Path(folder) if folder is not None else None
     if url and not url.endswith("/"):
@@ -444,9 +446,10 @@ def picture_html(wide: Rendering, narrow: Rendering, *, folder: str | Path | Non
     ws, ns = _src(wide, folder, url), _src(narrow, folder, url)
     style = (f"--w:{wide.width}px;--ar:{wide.width}/{wide.height};"
              f"--wn:{narrow.width}px;--arn:{narrow.width}/{narrow.height}")
+    loading = 'loading="lazy" ' if lazy else ""
     return (f'<picture class="distlib-picture"><source media="(max-width: {PHONE_MAX_VIEWPORT}px)" '
             f'srcset="{html.escape(ns)}"><img class="{cls}" src="{html.escape(ws)}" alt="{html.escape(alt)}" '
-            f'style="{style}" width="{wide.width}" height="{wide.height}"></picture>')
+            f'{loading}style="{style}" width="{wide.width}" height="{wide.height}"></picture>')
 
 
 # ---- figures in the book's kernels ----------------------------------------

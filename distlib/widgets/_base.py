@@ -414,7 +414,7 @@ class FigureWidget(w.VBox):
         self._twin = self._phone_twin()
         self.fig.compact = self._twin.fig.compact = True
         try:
-            tree = self._branch(axes, 0, dict(initial), shared_controls, cfg)
+            tree = self._branch(axes, 0, dict(initial), shared_controls, cfg, first_view=True)
         finally:
             self.fig.compact = False
             self._twin.fig.image.value = b""
@@ -459,9 +459,10 @@ class FigureWidget(w.VBox):
                                 continuous_update=True, style=style, layout=control_layout())
         return sel, sel, "index"
 
-    def _branch(self, axes, level, chosen, shared, cfg):
+    def _branch(self, axes, level, chosen, shared, cfg, *, first_view=False):
+        """``first_view``: this branch is on the page's first view (every control at its start value)."""
         if level == len(axes):
-            return self._leaf(chosen, cfg)
+            return self._leaf(chosen, cfg, first_view=first_view)
         ax = axes[level]
         vals = ax.grid(chosen)
         current = chosen[ax.control]
@@ -474,7 +475,8 @@ class FigureWidget(w.VBox):
         else:
             shown, linked, trait = shared[ax.control]
             vals = [v for _, v in linked.options] if trait == "index" else vals
-        children = [self._branch(axes, level + 1, {**chosen, ax.control: v}, shared, cfg) for v in vals]
+        children = [self._branch(axes, level + 1, {**chosen, ax.control: v}, shared, cfg,
+                                 first_view=first_view and v == current) for v in vals]
         stack = w.Stack(children, selected_index=vals.index(current))
         w.jslink((linked, trait), (stack, "selected_index"))
         self.static_links.append((linked, trait, stack, "selected_index"))
@@ -482,7 +484,9 @@ class FigureWidget(w.VBox):
             return w.VBox([shown, stack])
         return stack
 
-    def _leaf(self, chosen, cfg) -> w.Widget:
+    def _leaf(self, chosen, cfg, *, first_view=False) -> w.Widget:
+        """One frame. Only the first view's frame is fetched with the page; the others load when a
+        control first shows them (``loading="lazy"`` on a hidden image)."""
         frame = self.render_frame(chosen)
         phone = self._twin.render_frame(chosen)
         self.frame_count += 1
@@ -495,13 +499,13 @@ class FigureWidget(w.VBox):
         kw = {"layout": shared["html"]}
         if shared["style"] is not None:
             kw["style"] = shared["style"]
-        key = hashlib.sha1(frame.png + phone.png).hexdigest()[:16]
+        key = hashlib.sha1(frame.png + phone.png).hexdigest()[:16] + ("" if first_view else "-lazy")
         picture = shared["pictures"].get(key)  # an identical picture is one model, shown wherever it recurs
         if picture is None:
             wide = Rendering(frame.png, self.fig.width, self.fig.height)
             narrow = Rendering(phone.png, self._twin.fig.width, self._twin.fig.height)
             picture = w.HTML(picture_html(wide, narrow, folder=cfg.folder, url=cfg.url,
-                                          alt=self._alt_text(frame.summary)), **kw)
+                                          alt=self._alt_text(frame.summary), lazy=not first_view), **kw)
             picture.add_class("distlib-picture-box")
             shared["pictures"][key] = picture
         return self._leaf_layout(picture, w.HTML(frame.summary, **kw))
