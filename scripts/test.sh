@@ -5,12 +5,21 @@
 # (tests/test_stored_outputs.py, as --nbval-lax would, without a second run); the built pages in headless Chromium with the network off; real MPI
 # and torch.distributed processes; the reader notebooks run in a stand-in for
 # a fresh Colab runtime (.venv-colab: Python 3.12, Colab's pins, the library
-# pip-installed by each notebook's set-up cell; tests/test_colab.py).
+# pip-installed by each notebook's set-up cell; tests/test_colab.py). The book
+# build starts in the background once the tests are collected, and the tests
+# that read it run last (tests/conftest.py).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# The three set-ups are independent (two venvs, one apt package): run them
+# side by side; each one's output is shown if it fails.
+logs=$(mktemp -d)
+bash scripts/setup_colab_env.sh >"$logs/colab.log" 2>&1 & colab=$!
+bash scripts/install_chromium.sh >"$logs/chromium.log" 2>&1 & chromium=$!
 bash scripts/setup.sh
-bash scripts/setup_colab_env.sh
-bash scripts/install_chromium.sh
+wait "$colab" || { cat "$logs/colab.log" >&2; echo "test.sh: scripts/setup_colab_env.sh failed" >&2; exit 1; }
+wait "$chromium" || { cat "$logs/chromium.log" >&2; echo "test.sh: scripts/install_chromium.sh failed" >&2; exit 1; }
+cat "$logs/colab.log" "$logs/chromium.log"
+rm -rf "$logs"
 bash scripts/describe_machine.sh || true  # what these tests ran on, for the log
 export MPLBACKEND=Agg PYTHONHASHSEED=0
 .venv/bin/python -m pytest tests distlib --doctest-modules -p no:cacheprovider "$@"

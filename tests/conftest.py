@@ -34,27 +34,75 @@ def toc_chapters() -> list[str]:
     return [c["file"] for part in toc["parts"] for c in part["chapters"] if c["file"].startswith("notebooks/")]
 
 
-@pytest.fixture(scope="session")
-def book_build(tmp_path_factory):
-    """Build the book from a clean output folder, warnings as errors.
+def _start_book_build(out: Path) -> tuple[subprocess.Popen, Path]:
+    """The book build, warnings as errors, into ``out``, in the background: (process, its log)."""
+    jb = Path(sys.executable).with_name("jupyter-book")
+    log = out / "build.log"
+    with open(log, "w") as sink:
+        proc = subprocess.Popen(
+            [str(jb), "build", str(ROOT), "--path-output", str(out), "-W", "-n", "--keep-going"],
+            stdout=sink, stderr=subprocess.STDOUT, text=True, cwd=ROOT, start_new_session=True,
+            # No MPLBACKEND for the kernels: under "Agg" plt.show() draws nothing
+            # and every figure would be missing from the pages.
+            env={k: v for k, v in os.environ.items() if k != "MPLBACKEND"},
+        )
+    return proc, log
 
-    Yields (returncode, log, html_dir). Set DISTBOOK_HTML to reuse a build
-    already made (e.g. by scripts/build_book.sh) while working on page tests.
+
+def pytest_collection_modifyitems(session, config, items):
+    """The tests that read the book build run last, and the build starts now, in the background.
+
+    About a third of the suite reads the built book; the rest (the library,
+    the engines, the mini cluster, ...) runs while the build executes the
+    chapters, instead of after it (with two cores or more; on one, the build
+    waits for the first test that needs it). Order is otherwise kept.
+    """
+    uses_book = [item for item in items if "book_build" in getattr(item, "fixturenames", ())]
+    if not uses_book:
+        return
+    later = set(uses_book)
+    items[:] = [item for item in items if item not in later] + uses_book
+    if os.environ.get("DISTBOOK_HTML") or getattr(config.option, "collectonly", False):
+        return
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    if cores < 2:
+        return  # nothing to gain on one core: the fixture builds when first needed
+    out = config._tmp_path_factory.mktemp("book")
+    config._distbook_build = (*_start_book_build(out), out)
+
+
+def pytest_unconfigure(config):
+    started = getattr(config, "_distbook_build", None)
+    if started and started[0].poll() is None:  # the session ended first (-x, Ctrl-C): no stray build
+        os.killpg(started[0].pid, 9)
+        started[0].wait()
+
+
+@pytest.fixture(scope="session")
+def book_build(request, tmp_path_factory):
+    """The book built from a clean output folder, warnings as errors.
+
+    Yields (returncode, log, html_dir). The build started when the tests were
+    collected (see above); this waits for it. Set DISTBOOK_HTML to reuse a
+    build already made (e.g. by scripts/build_book.sh) while working on page
+    tests.
     """
     reuse = os.environ.get("DISTBOOK_HTML")
     if reuse:
         yield 0, "(reused)", Path(reuse)
         return
-    out = tmp_path_factory.mktemp("book")
-    jb = Path(sys.executable).with_name("jupyter-book")
-    proc = subprocess.run(
-        [str(jb), "build", str(ROOT), "--path-output", str(out), "-W", "-n", "--keep-going"],
-        capture_output=True, text=True, timeout=1500, cwd=ROOT,
-        # No MPLBACKEND for the kernels: under "Agg" plt.show() draws nothing
-        # and every figure would be missing from the pages.
-        env={k: v for k, v in os.environ.items() if k != "MPLBACKEND"},
-    )
-    yield proc.returncode, proc.stdout + proc.stderr, out / "_build" / "html"
+    started = getattr(request.config, "_distbook_build", None)
+    if started is None:  # collected without the hook's knowledge (e.g. a plugin's item)
+        out = tmp_path_factory.mktemp("book")
+        started = (*_start_book_build(out), out)
+        request.config._distbook_build = started
+    proc, log, out = started
+    try:
+        proc.wait(timeout=2400)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, 9)
+        proc.wait()
+    yield proc.returncode, log.read_text(), out / "_build" / "html"
     shutil.rmtree(out, ignore_errors=True)
 
 
