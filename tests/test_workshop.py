@@ -221,15 +221,21 @@ def test_chapter_1_runs_in_jupyterlab_and_its_slider_redraws(workshop, browser, 
 
 def test_live_code_runs_a_chapter_page_on_the_workshop_server(workshop, browser, built):
     chapter = toc_chapters()[0]
-    url = workshop.book_url.replace("/index.html", f"/{chapter}.html")
-    visit = PageVisit(browser, url, context={"viewport": {"width": 1280, "height": 900}}, settle_ms=0)
+    # the address workshop.sh prints, as printed: it lands on the intro (no code there), and the
+    # reader then goes to a chapter; the server and token must come along, with no prompt
+    visit = PageVisit(browser, workshop.book_url, context={"viewport": {"width": 1280, "height": 900}}, settle_ms=0)
     page = visit.page
+    prompts = []
+    page.on("dialog", lambda d: (prompts.append(d.message), d.dismiss()))
+    page.wait_for_url(re.compile(r".*/book/intro\.html.*"), timeout=30_000)
+    page.goto(workshop.book_url.split("/index.html")[0] + f"/{chapter}.html")
     before = set(workshop.kernels())
     page.click("#distbook-live-button")
     page.wait_for_function(
         "() => /^live:/.test(document.getElementById('distbook-live-status').textContent)", timeout=120_000)
     started = set(workshop.kernels()) - before
     assert len(started) == 1, started
+    assert not prompts, prompts
     cells = page.locator(".thebe-cell")
     assert cells.count() >= 5
     # the first cell's "run all" runs the whole chapter on the workshop's kernel

@@ -166,9 +166,11 @@
   }
 
   function addButton() {
-    if (!document.querySelector("div.cell div.cell_input")) return;  // nothing to run here
+    // Remembered first: the address workshop.sh prints lands on the intro,
+    // which has no code, and the chapters a reader clicks through to need it.
     var hashed = fromHash();
     if (hashed) remember(hashed);
+    if (!document.querySelector("div.cell div.cell_input")) return;  // nothing to run here
     // Only where a kernel can answer: a page opened from the address
     // workshop.sh prints, or a later page of the same book (remembered in this
     // site's local storage). A reader of the public book never sees it.
