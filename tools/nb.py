@@ -33,7 +33,7 @@ SETUP_TAG = "colab-setup"
 # (mpi4py and the mpich wheel, whose own mpiexec distlib uses). torch is not an
 # extra of the set-up cell: Colab has it, and elsewhere `pip install torch`
 # would fetch a CUDA build of several GB (see README for the CPU-only index).
-NEEDS_MPI = re.compile(r"\b(distlib\.engines|distlib\.bench|mpi4py|run_mpi|try_mpi)\b")
+NEEDS_MPI = re.compile(r"\b(distlib\.engines|distlib\.bench|distlib\.minicluster|mpi4py|run_mpi|try_mpi)\b")
 SOURCE_REF = "main"  # the reader copies (tools/reader_notebooks.py) pin the built commit instead
 
 
@@ -67,12 +67,13 @@ except importlib.metadata.PackageNotFoundError:
     url, wheels = ("file://localhost/" + url[8:] if url.startswith("file:///") else url), os.environ.get("DISTBOOK_WHEELS")
     spec = f"distbook-distlib[{extras}]" + ("" if wheels else f" @ git+{{url}}@{{ref}}")  # file://localhost: pip < 24
     widgets, log, where = importlib.util.find_spec("ipywidgets"), [], ["--no-index", "-f", wheels] if wheels else []
-    print(f"pip install {{spec}} {{'from ' + wheels if wheels else ''}}(this can take a minute)", flush=True)
+    print(f"pip install {{spec}} {{'from ' + wheels + ' ' if wheels else ''}}(this can take a minute)", flush=True)
     pip = subprocess.Popen([sys.executable, "-m", "pip", "install", "--progress-bar", "off", spec, *where],
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     for line in pip.stdout:  # pip's progress, a line per package
         log.append(line); line.startswith(("Collecting", "Successfully")) and print(" ", line.strip()[:150], flush=True)
-    causes = {{r"resolve|connect|unreachable|Temporary failure": "pip cannot reach the network", r"find command 'git'":
+    causes = {{r"Failed to establish|Could not resolve|Name or service|Temporary failure|unreachable|timed out":
+              "pip cannot reach the network", r"find command 'git'":
               "git is not installed", r"not appear to be a git|does not exist|not found": f"{{url}} is not a repository "
               "git can clone (REPO_URL)", r"No matching distribution": "a package is missing from the wheels or index"}}
     if pip.wait():
