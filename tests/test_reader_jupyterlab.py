@@ -88,8 +88,8 @@ def test_reader_notebook_in_jupyterlab(lab, browser):
     # admonitions are block quotes with a bold title
     assert page.locator(".jp-RenderedMarkdown blockquote strong", has_text="Takeaway").count() >= 1
     # exercises are headings; each solution heading is there, its body folded away
-    assert page.locator(".jp-RenderedMarkdown h3", has_text="Exercise 1").count() == 1
-    solution = page.locator(".jp-MarkdownCell", has_text="Solution to Exercise 1").first
+    assert page.locator(".jp-RenderedMarkdown h3", has_text=re.compile(r"^Exercise 1\.1\b")).count() == 1
+    solution = page.locator(".jp-MarkdownCell", has_text=re.compile(r"Solution to Exercise 1\.1\b")).first
     solution.scroll_into_view_if_needed()
     assert solution.is_visible()
     answer = page.locator(".jp-RenderedMarkdown p", has_text="The buffer is").first  # solution 1's text

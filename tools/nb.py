@@ -82,7 +82,7 @@ except importlib.metadata.PackageNotFoundError:
                            f"a clone on this machine (file:///path/to/it).\\npip's last lines:\\n{{''.join(log)[-1500:]}}") from None
     importlib.invalidate_caches()
     if widgets is None and "google.colab" not in sys.modules:  # the page loaded before the widget front end existed
-        print("ipywidgets was installed just now: reload this page in the browser and run the notebook from the top.")
+        print("ipywidgets was installed just now: reload this page, then Kernel > Restart Kernel and Run All Cells.")
 import distlib as dl
 if not hasattr(dl, "simulate_ring_allreduce"):
     raise ImportError(f"'import distlib' found {{dl.__file__}}, PyPA's unrelated 'distlib', not this book's library: "
