@@ -90,7 +90,7 @@ def test_solutions_fold_under_their_own_headings(reader, chapter):
     source = nbformat.read(ROOT / f"{chapter}.ipynb", as_version=4)
     n_solutions = sum(c.source.count("{solution-start}") for c in source.cells if c.cell_type == "markdown")
     headings = [k for k, c in enumerate(nb.cells) if c.cell_type == "markdown"
-                and re.match(r"^#{2,6} Solution to Exercise \d+$", c.source)]
+                and re.match(r"^#{2,6} Solution to Exercise \d+(?:\.\d+)?$", c.source)]
     assert len(headings) == n_solutions > 0
     assert nb.metadata["colab"]["collapsed_sections"] == [nb.cells[k].metadata["id"] for k in headings]
     solution_code = 0
@@ -107,7 +107,7 @@ def test_solutions_fold_under_their_own_headings(reader, chapter):
         assert body and all(c.metadata.get("hidden") for c in body)  # ... and hides exactly the solution
         solution_code += sum(c.cell_type == "code" for c in body)
         exercise = nb.cells[:k][::-1]
-        assert any(re.match(rf"^#{{{level - 1}}} Exercise \d+", c.source) for c in exercise if c.cell_type == "markdown")
+        assert any(re.match(rf"^#{{{level - 1}}} Exercise \d+(?:\.\d+)?", c.source) for c in exercise if c.cell_type == "markdown")
     assert solution_code >= 1
     # no code cell lost or moved: the reader's code cells are the source's, in order
     src_code = [c.source for c in source.cells if c.cell_type == "code"][1:]
