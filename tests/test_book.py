@@ -81,3 +81,16 @@ def test_exercises_are_numbered_per_chapter_in_the_pages_and_the_reader_notebook
         assert f"Exercise {number}.1" in page
         reader = (html.parent / "reader" / f"{chapter.rsplit('/', 1)[-1]}.ipynb").read_text()
         assert f"Exercise {number}.1" in reader and not re.search(r"Exercise (?!%d\.)\d" % number, reader)
+
+
+def test_citations_link_to_the_books_bibliography(book_build):
+    """{cite} in a chapter prints author and year in round brackets, as the reader notebooks do,
+    linked to its entry on the References page, which lists every cited source."""
+    _, _, html = book_build
+    page = (html / "notebooks" / "01_ring.html").read_text()
+    text = re.sub(r"<[^>]+>", "", page)
+    assert "(Patarasuk and Yuan, 2009)" in text
+    assert re.search(r'href="[^"]*references\.html#id\d+"', page) or "references.html#" in page
+    refs = re.sub(r"<[^>]+>", "", (html / "book" / "references.html").read_text())
+    assert "Bandwidth optimal all-reduce algorithms for clusters of workstations" in refs
+    assert "Thakur" in refs and "nccl-tests" in refs
