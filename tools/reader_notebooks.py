@@ -195,6 +195,23 @@ def references_cell_source(keys: list[str], bibliography: dict) -> str:
 # ----------------------------------------------------------------------------
 
 
+PLAIN_FENCE = re.compile(r"^\s*(`{3,}|~{3,})")
+
+
+def copy_code_block(lines: list, i: int, out: list) -> int:
+    """Append the plain code block that opens at ``lines[i]`` to ``out``, through its closing fence
+    (code is copied, never read as MyST); return the index of the line after it."""
+    fence = PLAIN_FENCE.match(lines[i]).group(1)
+    out.append(lines[i])
+    i += 1
+    while i < len(lines) and not lines[i].strip().startswith(fence):
+        out.append(lines[i])
+        i += 1
+    if i < len(lines):
+        out.append(lines[i])
+    return i + 1
+
+
 class Chapter:
     """State while converting one chapter: glue values, exercise numbers, section depth."""
 
@@ -300,16 +317,8 @@ class Chapter:
                 continue
             opened = FENCE_OPEN.match(line)
             if not opened:
-                if re.match(r"^\s*(```|~~~)", line):  # a plain code block: copy it whole
-                    fence = line.strip()[:3]
-                    current.append(line)
-                    i += 1
-                    while i < len(lines) and not lines[i].strip().startswith(fence):
-                        current.append(lines[i])
-                        i += 1
-                    if i < len(lines):
-                        current.append(lines[i])
-                    i += 1
+                if PLAIN_FENCE.match(line):  # a plain code block: copy it whole
+                    i = copy_code_block(lines, i, current)
                     continue
                 current.append(line)
                 i += 1

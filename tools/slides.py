@@ -48,7 +48,8 @@ from markdown_it.token import Token
 from mdit_py_plugins.dollarmath import dollarmath_plugin
 
 from reader_notebooks import (  # one way to read MyST and print glue, shared with the reader notebooks
-    ADMONITIONS, DROP_CLASS, FENCE_OPEN, LABEL_LINE, OPTION, Chapter, ReaderError, load_glue,
+    ADMONITIONS, DROP_CLASS, FENCE_OPEN, LABEL_LINE, OPTION, PLAIN_FENCE, Chapter, ReaderError, copy_code_block,
+    load_glue,
 )
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -417,17 +418,8 @@ def myst_blocks(source: str, where: str) -> list[tuple]:
         line = lines[i]
         opened = FENCE_OPEN.match(line)
         if not opened:
-            plain = re.match(r"^\s*(`{3,}|~{3,})", line)
-            if plain:
-                fence = plain.group(1)
-                text.append(line)
-                i += 1
-                while i < len(lines) and not lines[i].strip().startswith(fence):
-                    text.append(lines[i])
-                    i += 1
-                if i < len(lines):
-                    text.append(lines[i])
-                i += 1
+            if PLAIN_FENCE.match(line):
+                i = copy_code_block(lines, i, text)
                 continue
             if not LABEL_LINE.match(line):
                 text.append(line)
