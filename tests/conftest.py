@@ -106,6 +106,59 @@ def book_build(request, tmp_path_factory):
     shutil.rmtree(out, ignore_errors=True)
 
 
+class JupyterLab:
+    """A JupyterLab server of ``python`` on 127.0.0.1 over ``work``, settings and state under ``root``:
+    every cell rendered (no windowing, so a page holds the whole notebook), no news pop-up, no
+    update check. ``.url`` and ``.token``; ``.stop()`` ends it and its kernels."""
+
+    def __init__(self, python, root: Path, work: Path, env: dict | None = None, *extra: str):
+        import json
+        import re
+        import secrets
+        import time
+
+        settings = root / "settings" / "@jupyterlab"
+        (settings / "notebook-extension").mkdir(parents=True, exist_ok=True)
+        (settings / "notebook-extension" / "tracker.jupyterlab-settings").write_text(
+            json.dumps({"windowingMode": "none"}))
+        (settings / "apputils-extension").mkdir(parents=True, exist_ok=True)
+        (settings / "apputils-extension" / "notification.jupyterlab-settings").write_text(
+            json.dumps({"fetchNews": "false", "checkForUpdates": False}))
+        self.token = secrets.token_hex(16)
+        env = {**(os.environ if env is None else env), "JUPYTER_CONFIG_DIR": str(root / "config"),
+               "JUPYTER_DATA_DIR": str(root / "data"), "JUPYTER_RUNTIME_DIR": str(root / "runtime"),
+               "JUPYTERLAB_SETTINGS_DIR": str(root / "settings"), "JUPYTERLAB_WORKSPACES_DIR": str(root / "workspaces")}
+        self.proc = subprocess.Popen(
+            [str(python), "-m", "jupyterlab", "--no-browser", "--allow-root", "--ip=127.0.0.1", "--port=0",
+             f"--IdentityProvider.token={self.token}", f"--ServerApp.root_dir={work}",
+             "--LabApp.news_url=None", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate", *extra],
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, cwd=work, start_new_session=True)
+        self.url, self.lines, deadline = None, [], time.monotonic() + 120
+        while self.url is None and time.monotonic() < deadline:
+            line = self.proc.stdout.readline()
+            if not line:
+                break
+            self.lines.append(line)
+            m = re.search(r"(http://127\.0\.0\.1:\d+)/lab", line)
+            self.url = m.group(1) if m else None
+        if self.url is None:
+            self.stop()
+            pytest.fail("JupyterLab did not start:\n" + "".join(self.lines[-40:]))
+        # keep reading its log, so that a full pipe never stops the server
+        threading.Thread(target=lambda: [self.lines.append(x) for x in self.proc.stdout], daemon=True).start()
+
+    def stop(self):
+        import signal
+
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            try:
+                os.killpg(self.proc.pid, sig)
+                self.proc.wait(timeout=20)
+                return
+            except (ProcessLookupError, subprocess.TimeoutExpired):
+                continue
+
+
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
     def log_message(self, *args):
         pass

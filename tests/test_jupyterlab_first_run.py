@@ -12,18 +12,13 @@ widget, not text, and its picture follows its slider.
 
 from __future__ import annotations
 
-import json
 import os
-import re
-import secrets
 import subprocess
 import sys
-import time
-from pathlib import Path
 
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, JupyterLab
 
 pytestmark = [pytest.mark.browser, pytest.mark.book, pytest.mark.slow]
 pytest.importorskip("playwright.sync_api")
@@ -57,40 +52,12 @@ def fresh_lab(book_build, tmp_path_factory):
     work = root / "work"
     work.mkdir()
     (work / "01_ring.ipynb").write_text((html.parent / "reader" / "01_ring.ipynb").read_text())
-    settings = root / "settings" / "@jupyterlab"
-    (settings / "notebook-extension").mkdir(parents=True)
-    (settings / "notebook-extension" / "tracker.jupyterlab-settings").write_text(json.dumps({"windowingMode": "none"}))
-    (settings / "apputils-extension").mkdir(parents=True)
-    (settings / "apputils-extension" / "notification.jupyterlab-settings").write_text(
-        json.dumps({"fetchNews": "false", "checkForUpdates": False}))
-    token = secrets.token_hex(16)
     env = {**offline, "DISTBOOK_WHEELS": str(wheels), "HOME": str(root),
-           "JUPYTER_CONFIG_DIR": str(root / "config"), "JUPYTER_DATA_DIR": str(root / "data"),
-           "JUPYTER_RUNTIME_DIR": str(root / "runtime"), "JUPYTERLAB_SETTINGS_DIR": str(root / "settings"),
-           "JUPYTERLAB_WORKSPACES_DIR": str(root / "workspaces"), "PATH": f"{venv / 'bin'}:{os.environ['PATH']}"}
+           "PATH": f"{venv / 'bin'}:{os.environ['PATH']}"}
     env.pop("MPLBACKEND", None)
-    proc = subprocess.Popen(
-        [str(py), "-m", "jupyterlab", "--no-browser", "--allow-root", "--ip=127.0.0.1", "--port=0",
-         f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={work}", "--LabApp.expose_app_in_browser=True",
-         "--LabApp.news_url=None", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, cwd=work, start_new_session=True)
-    url, lines, deadline = None, [], time.monotonic() + 120
-    while url is None and time.monotonic() < deadline:
-        line = proc.stdout.readline()
-        if not line:
-            break
-        lines.append(line)
-        m = re.search(r"(http://127\.0\.0\.1:\d+)/lab", line)
-        url = m.group(1) if m else None
-    if url is None:
-        proc.kill()
-        pytest.fail("JupyterLab did not start:\n" + "".join(lines[-40:]))
-    yield url, token, root
-    os.killpg(proc.pid, 15)
-    try:
-        proc.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, 9)
+    server = JupyterLab(py, root, work, env, "--LabApp.expose_app_in_browser=True")
+    yield server.url, server.token, root
+    server.stop()
 
 
 def _run(page, command):

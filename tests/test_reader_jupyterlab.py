@@ -8,17 +8,13 @@ A screenshot of each view is left in the test's temporary folder (path printed).
 
 from __future__ import annotations
 
-import json
-import os
 import re
-import secrets
 import shutil
-import subprocess
 import sys
-import time
-from pathlib import Path
 
 import pytest
+
+from conftest import JupyterLab
 
 pytestmark = [pytest.mark.browser, pytest.mark.book]
 
@@ -34,40 +30,9 @@ def lab(book_build, tmp_path_factory):
     work = root / "work"
     work.mkdir()
     shutil.copy2(html.parent / "reader" / "01_ring.ipynb", work / "01_ring.ipynb")
-    settings = root / "settings" / "@jupyterlab" / "notebook-extension"
-    settings.mkdir(parents=True)
-    # render every cell (no windowing), so the whole notebook is in the page to check
-    (settings / "tracker.jupyterlab-settings").write_text(json.dumps({"windowingMode": "none"}))
-    news = root / "settings" / "@jupyterlab" / "apputils-extension"
-    news.mkdir(parents=True)  # no "would you like news?" pop-up, no request for it
-    (news / "notification.jupyterlab-settings").write_text(json.dumps({"fetchNews": "false",
-                                                                       "checkForUpdates": False}))
-    token = secrets.token_hex(16)
-    env = {**os.environ, "JUPYTER_CONFIG_DIR": str(root / "config"), "JUPYTER_DATA_DIR": str(root / "data"),
-           "JUPYTER_RUNTIME_DIR": str(root / "runtime"), "JUPYTERLAB_SETTINGS_DIR": str(root / "settings"),
-           "JUPYTERLAB_WORKSPACES_DIR": str(root / "workspaces")}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "jupyterlab", "--no-browser", "--allow-root", "--ip=127.0.0.1", "--port=0",
-         f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={work}",
-         "--LabApp.news_url=None", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, cwd=work)
-    url, lines, deadline = None, [], time.monotonic() + 120
-    while url is None and time.monotonic() < deadline:
-        line = proc.stdout.readline()
-        if not line:
-            break
-        lines.append(line)
-        m = re.search(r"(http://127\.0\.0\.1:\d+)/lab", line)
-        url = m.group(1) if m else None
-    if url is None:
-        proc.kill()
-        pytest.fail("JupyterLab did not start:\n" + "".join(lines[-40:]))
-    yield url, token, root
-    proc.terminate()
-    try:
-        proc.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        proc.kill()
+    server = JupyterLab(sys.executable, root, work)
+    yield server.url, server.token, root
+    server.stop()
 
 
 def test_reader_notebook_in_jupyterlab(lab, browser):
