@@ -212,6 +212,33 @@ def copy_code_block(lines: list, i: int, out: list) -> int:
     return i + 1
 
 
+def read_directive(lines: list, i: int) -> tuple:
+    """The MyST directive whose fence opens at ``lines[i]``: ``(name, arg, options, body lines,
+    index of the line after its closing fence)``, that index None if it is never closed. Nested
+    directives with the same fence stay in the body."""
+    opened = FENCE_OPEN.match(lines[i])
+    fence, name, arg = opened.group("fence"), opened.group("name"), opened.group("arg").strip()
+    i += 1
+    options = {}
+    while i < len(lines) and OPTION.match(lines[i]):
+        m = OPTION.match(lines[i])
+        options[m.group("key")] = m.group("value").strip()
+        i += 1
+    body, depth = [], 0
+    closing = re.compile(rf"^{re.escape(fence[0])}{{{len(fence)},}}[ \t]*$")
+    while i < len(lines):
+        inner = FENCE_OPEN.match(lines[i])
+        if inner and inner.group("fence")[0] == fence[0] and len(inner.group("fence")) == len(fence):
+            depth += 1
+        elif closing.match(lines[i]):
+            if depth == 0:
+                return name, arg, options, body, i + 1
+            depth -= 1
+        body.append(lines[i])
+        i += 1
+    return name, arg, options, body, None
+
+
 class Chapter:
     """State while converting one chapter: glue values, exercise numbers, section depth."""
 
@@ -323,29 +350,10 @@ class Chapter:
                 current.append(line)
                 i += 1
                 continue
-            fence, name, arg = opened.group("fence"), opened.group("name"), opened.group("arg").strip()
-            i += 1
-            options = {}
-            while i < len(lines) and OPTION.match(lines[i]):
-                m = OPTION.match(lines[i])
-                options[m.group("key")] = m.group("value").strip()
-                i += 1
-            body = []
-            closing = re.compile(rf"^{re.escape(fence[0])}{{{len(fence)},}}[ \t]*$")
-            depth = 0
-            while i < len(lines):
-                inner = FENCE_OPEN.match(lines[i])
-                if inner and inner.group("fence")[0] == fence[0] and len(inner.group("fence")) == len(fence):
-                    depth += 1
-                elif closing.match(lines[i]):
-                    if depth == 0:
-                        break
-                    depth -= 1
-                body.append(lines[i])
-                i += 1
-            else:
+            name, arg, options, body, after = read_directive(lines, i)
+            if after is None:
                 raise self.fail(f"the {{{name}}} directive is never closed", line)
-            i += 1  # the closing fence
+            i = after
             body_text = "\n".join(body).strip("\n")
             if name == "solution-start":
                 flush()

@@ -48,8 +48,8 @@ from markdown_it.token import Token
 from mdit_py_plugins.dollarmath import dollarmath_plugin
 
 from reader_notebooks import (  # one way to read MyST and print glue, shared with the reader notebooks
-    ADMONITIONS, DROP_CLASS, FENCE_OPEN, LABEL_LINE, OPTION, PLAIN_FENCE, Chapter, ReaderError, copy_code_block,
-    load_glue,
+    ADMONITIONS, DROP_CLASS, FENCE_OPEN, LABEL_LINE, PLAIN_FENCE, Chapter, ReaderError, copy_code_block,
+    load_glue, read_directive,
 )
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -428,28 +428,10 @@ def myst_blocks(source: str, where: str) -> list[tuple]:
         if text:
             out.append(("md", "\n".join(text)))
             text = []
-        fence, name, arg = opened.group("fence"), opened.group("name"), opened.group("arg").strip()
-        i += 1
-        options = {}
-        while i < len(lines) and OPTION.match(lines[i]):
-            m = OPTION.match(lines[i])
-            options[m.group("key")] = m.group("value").strip()
-            i += 1
-        body, depth = [], 0
-        closing = re.compile(rf"^{re.escape(fence[0])}{{{len(fence)},}}[ \t]*$")
-        while i < len(lines):
-            inner = FENCE_OPEN.match(lines[i])
-            if inner and inner.group("fence")[0] == fence[0] and len(inner.group("fence")) == len(fence):
-                depth += 1
-            elif closing.match(lines[i]):
-                if depth == 0:
-                    break
-                depth -= 1
-            body.append(lines[i])
-            i += 1
-        else:
+        name, arg, options, body, after = read_directive(lines, i)
+        if after is None:
             raise SlideError(f"{where}: the {{{name}}} directive is never closed: {line!r}")
-        i += 1
+        i = after
         out.append(("directive", name, arg, options, "\n".join(body)))
     if text:
         out.append(("md", "\n".join(text)))
