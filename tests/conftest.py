@@ -106,6 +106,15 @@ def book_build(request, tmp_path_factory):
     shutil.rmtree(out, ignore_errors=True)
 
 
+@pytest.fixture(scope="session")
+def built(book_build) -> Path:
+    """The build's folder (``html/``, ``reader/``, ``slides/`` in it); fails the test if the book did not build."""
+    code, log, html = book_build
+    if code != 0:
+        pytest.fail("the book did not build:\n" + log[-4000:])
+    return html.parent
+
+
 class JupyterLab:
     """A JupyterLab server of ``python`` on 127.0.0.1 over ``work``, settings and state under ``root``:
     every cell rendered (no windowing, so a page holds the whole notebook), no news pop-up, no

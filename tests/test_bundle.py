@@ -25,14 +25,6 @@ TOOLING = ("jupyter-book", "sphinx", "pytest", "playwright", "hypothesis", "nbva
 
 
 @pytest.fixture(scope="module")
-def built(book_build):
-    code, log, html = book_build
-    if code != 0:
-        pytest.fail("the book did not build:\n" + log[-4000:])
-    return html.parent
-
-
-@pytest.fixture(scope="module")
 def bundle(built, tmp_path_factory):
     out = tmp_path_factory.mktemp("bundle") / "workshop"
     env = dict(os.environ, SKIP_BUILD="1", OUT=str(out), BOOK_DIR=str(built / "html"),

@@ -39,14 +39,6 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture(scope="session")
-def built(book_build):
-    code, log, html = book_build
-    if code != 0:
-        pytest.fail("the book did not build:\n" + log[-4000:])
-    return html.parent
-
-
 def _ctrl_c_as_in_a_terminal():
     """SIGINT back to its default in the child: a test run started in the background (``cmd &``)
     inherits SIGINT ignored, and bash cannot trap a signal that was ignored when it started."""
