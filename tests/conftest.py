@@ -49,6 +49,11 @@ def _start_book_build(out: Path) -> tuple[subprocess.Popen, Path]:
     return proc, log
 
 
+#: Fixtures that need the build: book_build, and test_slides.py's slides_dir, which asks for it
+#: only at run time (not when DISTBOOK_SLIDES names decks made without a build).
+BUILD_FIXTURES = {"book_build", "slides_dir"}
+
+
 def pytest_collection_modifyitems(session, config, items):
     """The tests that read the book build run last, and the build starts now, in the background.
 
@@ -57,7 +62,7 @@ def pytest_collection_modifyitems(session, config, items):
     chapters, instead of after it (with two cores or more; on one, the build
     waits for the first test that needs it). Order is otherwise kept.
     """
-    uses_book = [item for item in items if "book_build" in getattr(item, "fixturenames", ())]
+    uses_book = [item for item in items if BUILD_FIXTURES & set(getattr(item, "fixturenames", ()))]
     if not uses_book:
         return
     later = set(uses_book)
