@@ -5,9 +5,9 @@
 # (tests/test_stored_outputs.py, as --nbval-lax would, without a second run); the built pages in headless Chromium with the network off; real MPI
 # and torch.distributed processes; the reader notebooks run in a stand-in for
 # a fresh Colab runtime (.venv-colab: Python 3.12, Colab's pins, the library
-# pip-installed by each notebook's set-up cell; tests/test_colab.py). The book
-# build starts in the background once the tests are collected, and the tests
-# that read it run last (tests/conftest.py).
+# pip-installed by each notebook's set-up cell; tests/test_colab.py). The tests
+# that read the book build run last; with four cores or more the build starts
+# in the background once the tests are collected (tests/conftest.py).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # The three set-ups are independent (two venvs, one apt package): run them
