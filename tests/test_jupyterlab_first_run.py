@@ -30,9 +30,7 @@ def _pip(py, *args, **kw):
 
 
 @pytest.fixture(scope="module")
-def fresh_lab(book_build, tmp_path_factory):
-    code, log, html = book_build
-    assert code == 0, log[-4000:]
+def fresh_lab(built, tmp_path_factory):
     root = tmp_path_factory.mktemp("fresh-lab")
     wheels = root / "wheels"
     # the kit's wheels: the library with its widgets extra and everything those need
@@ -51,7 +49,7 @@ def fresh_lab(book_build, tmp_path_factory):
     assert has == "True", "the fresh JupyterLab must start without ipywidgets"
     work = root / "work"
     work.mkdir()
-    (work / "01_ring.ipynb").write_text((html.parent / "reader" / "01_ring.ipynb").read_text())
+    (work / "01_ring.ipynb").write_text((built / "reader" / "01_ring.ipynb").read_text())
     env = {**offline, "DISTBOOK_WHEELS": str(wheels), "HOME": str(root),
            "PATH": f"{venv / 'bin'}:{os.environ['PATH']}"}
     env.pop("MPLBACKEND", None)

@@ -23,13 +23,11 @@ pytest.importorskip("playwright.sync_api")
 
 
 @pytest.fixture(scope="module")
-def lab(book_build, tmp_path_factory):
-    code, log, html = book_build
-    assert code == 0, log[-4000:]
+def lab(built, tmp_path_factory):
     root = tmp_path_factory.mktemp("lab")
     work = root / "work"
     work.mkdir()
-    shutil.copy2(html.parent / "reader" / "01_ring.ipynb", work / "01_ring.ipynb")
+    shutil.copy2(built / "reader" / "01_ring.ipynb", work / "01_ring.ipynb")
     server = JupyterLab(sys.executable, root, work)
     yield server.url, server.token, root
     server.stop()
