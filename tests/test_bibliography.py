@@ -110,3 +110,20 @@ def test_slides_print_the_same_citation_text():
     reader = slides.ChapterReader("t", {}, first_exercise=1)
     reader.chapter.bibliography = BIB
     assert reader.chapter.inline("See {cite:t}`two`.") == "See Patarasuk and Yuan (2009)."
+
+
+def test_an_entry_whose_title_asks_a_question_keeps_its_question_mark():
+    bib = rn.load_bibliography()
+    questions = [k for k, e in bib.items() if _plain_title(e).rstrip().endswith("?")]
+    assert questions, "references.bib has titles ending in '?' (GitHub threads); this test needs one"
+    for key in questions:
+        line = rn.reference_entry(bib[key])
+        assert "?." not in line, line
+        assert _plain_title(bib[key]).strip() in line
+    for key, entry in bib.items():
+        line = rn.reference_entry(entry)
+        assert ".." not in line.replace("...", ""), line
+
+
+def _plain_title(entry) -> str:
+    return rn._plain(entry.fields["title"])

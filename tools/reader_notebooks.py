@@ -167,10 +167,17 @@ def cite_text(keys: list[str], bibliography: dict, *, mode: str = "p") -> str:
     return f"({'; '.join(parts)})" if mode in ("p", "ps") else ", ".join(parts)
 
 
+def _sentence(text: str) -> str:
+    """``text`` ended with a full stop, unless it already ends with one, a question or an exclamation
+    mark ("Why is X slow?" stays as it is, not "Why is X slow?.")."""
+    bare = text.rstrip("*")
+    return text if bare.endswith((".", "?", "!")) else text + "."
+
+
 def reference_entry(entry) -> str:
     """One bibliography line in Markdown: authors (year). Title. Venue. URL."""
     f = entry.fields
-    text = f"{_names(entry, full=True, last_only=False)} ({f.get('year', 'n.d.')}). {_plain(f.get('title', ''))}."
+    text = f"{_names(entry, full=True, last_only=False)} ({f.get('year', 'n.d.')}). {_sentence(_plain(f.get('title', '')))}"
     venue = f.get("journal") or f.get("booktitle") or f.get("howpublished")
     if venue:
         venue = f"*{_plain(venue)}*"
@@ -178,7 +185,7 @@ def reference_entry(entry) -> str:
             venue += f", {f['volume']}" + (f"({f['number']})" if f.get("number") else "")
         if f.get("pages"):
             venue += f", {f['pages'].replace('--', '–')}"
-        text += f" {venue}."
+        text += f" {_sentence(venue)}"
     link = f"https://doi.org/{f['doi']}" if f.get("doi") else f.get("url")
     return text + (f" <{link}>" if link else "")
 
