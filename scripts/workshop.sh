@@ -123,9 +123,21 @@ mkdir -p "$WORKSHOP_DIR/.jupyter/labconfig"
 cat > "$WORKSHOP_DIR/.jupyter/labconfig/page_config.json" <<'EOF'
 {"disabledExtensions": {"@jupyterlab/apputils-extension:announcements": true}}
 EOF
-JUPYTER_CONFIG_DIR="$WORKSHOP_DIR/.jupyter" "$VENV/bin/jupyter-lab" --no-browser "${root_flag[@]}" \
+# The Extension Manager would search PyPI, which the room cannot reach, behind
+# a "fetch data from web services?" prompt. The read-only manager lists what
+# is installed (the widgets' front end among it) and fetches nothing, so the
+# prompt is answered for the room.
+mkdir -p "$WORKSHOP_DIR/.jupyter/lab/settings"
+cat > "$WORKSHOP_DIR/.jupyter/lab/settings/overrides.json" <<'EOF'
+{"@jupyterlab/extensionmanager-extension:plugin": {"disclaimed": true}}
+EOF
+# The token travels in the environment, not on the command line: any local
+# user can read a process's arguments from /proc/<pid>/cmdline, and with the
+# token run code as the instructor.
+JUPYTER_TOKEN="$TOKEN" JUPYTER_CONFIG_DIR="$WORKSHOP_DIR/.jupyter" "$VENV/bin/jupyter-lab" --no-browser "${root_flag[@]}" \
   --ServerApp.ip=127.0.0.1 --ServerApp.port="$PORT" --ServerApp.port_retries=0 \
-  --ServerApp.root_dir="$WORKSHOP_DIR" --IdentityProvider.token="$TOKEN" \
+  --ServerApp.root_dir="$WORKSHOP_DIR" \
+  --LabApp.extension_manager=readonly --LabApp.app_settings_dir="$WORKSHOP_DIR/.jupyter/lab/settings" \
   --ServerApp.allow_origin="http://127.0.0.1:$BOOK_PORT" \
   --LabApp.workspaces_dir="$workspaces" \
   --MappingKernelManager.cull_idle_timeout=1800 --MappingKernelManager.cull_interval=120 \
@@ -139,11 +151,13 @@ pids+=($!)
 
 # Ready when JupyterLab answers its API with the token.
 for _ in $(seq 1 300); do
-  if "$py" - "$PORT" "$TOKEN" <<'EOF'
-import sys, urllib.request
-port, token = sys.argv[1:]
+  if JUPYTER_TOKEN="$TOKEN" "$py" - "$PORT" <<'EOF'
+import os, sys, urllib.request
+port, token = sys.argv[1], os.environ["JUPYTER_TOKEN"]
 try:
-    urllib.request.urlopen(f"http://127.0.0.1:{port}/api/status?token={token}", timeout=1)
+    request = urllib.request.Request(f"http://127.0.0.1:{port}/api/status",
+                                     headers={"Authorization": f"token {token}"})
+    urllib.request.urlopen(request, timeout=1)
 except Exception:
     sys.exit(1)
 EOF

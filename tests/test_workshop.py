@@ -131,6 +131,45 @@ def test_workshop_serves_the_reader_notebooks_on_loopback_only(workshop, built):
     assert err.value.code == 403
 
 
+def test_no_process_carries_the_token_on_its_command_line(workshop):
+    """Any local user reads /proc/<pid>/cmdline: the token goes to JupyterLab in its environment."""
+    seen = []
+    for p in workshop.tree():
+        try:
+            seen.append((p.pid, " ".join(p.cmdline())))
+        except psutil.NoSuchProcess:
+            continue
+    assert any("jupyter-lab" in cmd for _, cmd in seen), seen
+    leaking = [(pid, cmd) for pid, cmd in seen if workshop.token in cmd]
+    assert not leaking, leaking
+
+
+def test_the_extension_manager_is_read_only_and_asks_nothing(workshop):
+    """Offline, the Extension Manager's PyPI search fails behind a "fetch data from web services?"
+    prompt; the room gets the read-only manager, which lists what is installed and fetches nothing."""
+    base = f"http://127.0.0.1:{workshop.port}"
+    auth = {"Authorization": f"token {workshop.token}"}
+
+    def get(path):
+        with urllib.request.urlopen(urllib.request.Request(base + path, headers=auth), timeout=30) as r:
+            return json.load(r)
+
+    settings = get("/lab/api/settings/@jupyterlab/extensionmanager-extension:plugin")
+    # the room's answer is an override: the schema's default, which the panel reads as its composite
+    assert settings["schema"]["properties"]["disclaimed"]["default"] is True, settings["schema"]["properties"]
+    assert "disclaimed" not in settings["settings"], settings["settings"]
+    with urllib.request.urlopen(urllib.request.Request(base + "/lab", headers=auth), timeout=30) as r:
+        page = r.read().decode()
+    config = json.loads(re.search(r'<script id="jupyter-config-data" type="application/json">(.*?)</script>',
+                                  page, re.S).group(1))
+    manager = json.loads(config["extensionManager"]) if isinstance(config["extensionManager"], str) \
+        else config["extensionManager"]
+    assert manager["can_install"] is False and manager["name"] == "read-only", manager
+    installed = get("/lab/api/extensions")  # no query: the installed ones
+    names = {e["name"] for e in installed}
+    assert "@jupyter-widgets/jupyterlab-manager" in names, names
+
+
 def test_workshop_refuses_a_bad_port_by_name(built, tmp_path):
     env = dict(os.environ, PORT="80", READER_DIR=str(built / "reader"), BOOK_DIR=str(built / "html"),
                WORKSHOP_DIR=str(tmp_path / "ws"))
