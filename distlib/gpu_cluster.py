@@ -107,6 +107,7 @@ import numpy as np
 from ._check import check_choice, check_int, check_real
 from .collectives import bus_factor, canonical_collective
 from .hardware import Accelerator, accelerator as _accelerator
+from .units import BITS_PER_BYTE, BITS_PER_GBIT, bytes_per_s_to_gbit
 
 __all__ = [
     "NETWORKS",
@@ -210,7 +211,7 @@ class PublishedResult:
     @property
     def nic_bandwidth(self) -> float:
         """The node's total NIC bandwidth, bytes/s one direction."""
-        return self.nics * self.nic_bits_per_s / 8
+        return self.nics * self.nic_bits_per_s / BITS_PER_BYTE
 
     def cluster(self) -> "GpuCluster":
         """The :class:`GpuCluster` this row ran on."""
@@ -240,7 +241,8 @@ def published_results() -> tuple:
     for r in _rows("nccl_published.csv"):
         out.append(PublishedResult(
             id=r["id"], role=r["role"], kind=r["kind"], accelerator=r["accelerator"], nodes=int(r["nodes"]),
-            gpus_per_node=int(r["gpus_per_node"]), nics=int(r["nics"]), nic_bits_per_s=float(r["nic_gbit"]) * 1e9,
+            gpus_per_node=int(r["gpus_per_node"]), nics=int(r["nics"]),
+            nic_bits_per_s=float(r["nic_gbit"]) * BITS_PER_GBIT,
             network=r["network"], nvls=None if r["nvls"] == "" else bool(int(r["nvls"])),
             sharp=bool(int(r["sharp"] or 0)),
             algorithm=r["algorithm"] or None, collective=r["collective"], n_bytes=float(r["n_bytes"]),
@@ -329,7 +331,7 @@ class GpuCluster:
         text = f"{self.nodes} x {self.gpus_per_node} {self.accelerator.name}"
         if self.nodes > 1:
             nics = f"{self.nics} NIC" + ("s" if self.nics > 1 else "")
-            text += f", {nics} = {self.nic_bandwidth * 8 / 1e9:.0f} Gb/s per node ({self.network})"
+            text += f", {nics} = {bytes_per_s_to_gbit(self.nic_bandwidth):.0f} Gb/s per node ({self.network})"
         return text + (", NVLS" if self.nvls else "") + (", SHARP" if self.sharp else "")
 
 

@@ -47,6 +47,7 @@ import networkx as nx
 import numpy as np
 
 from ._check import check_choice, check_int, check_real
+from .units import gbit_to_bytes_per_s
 
 __all__ = [
     "TOPOLOGY_KINDS",
@@ -74,7 +75,7 @@ H100_NVLINK_BANDWIDTH = 450e9
 #: A DGX H100 has eight, one per GPU, for the compute fabric. Source: NVIDIA DGX
 #: BasePOD reference architecture, "Core Components" (docs.nvidia.com/dgx-basepod/
 #: reference-architecture-infrastructure-foundation-enterprise-ai/latest/core-components.html)
-NDR_NIC_BANDWIDTH = 400e9 / 8
+NDR_NIC_BANDWIDTH = gbit_to_bytes_per_s(400)
 
 # Graphs with at most this many hosts get a BFS from every host by default;
 # larger ones use one BFS per symmetry class of hosts (see Topology.diameter).
