@@ -9,7 +9,7 @@ another at the same time, so the one-way rate is the one that limits).
 Compute time follows the usual transformer estimate: a forward and backward
 pass costs ``6 * params * tokens`` FLOP (2 for the forward multiply-add,
 4 for the backward, which computes gradients for both activations and
-weights). Chapter 2 derives the 6.
+weights): :func:`distlib.training_flops`, where chapter 2 derives the 6.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from ._check import check_int, check_real
 from .collectives import collective_time
 from .ring import ring_bytes_per_rank
+from .walls import FLOPS_PER_PARAM_TOKEN, training_flops
 
 __all__ = ["StepTime", "cluster_step", "ring_allreduce_time", "balance_tokens"]
 
@@ -148,7 +149,7 @@ def cluster_step(
     bytes_per_value = check_real("bytes_per_value", bytes_per_value, minimum=0, strict_min=True)
     alpha = check_real("alpha", alpha, minimum=0)
 
-    flops = 6.0 * params * tokens_per_gpu
+    flops = training_flops(params, tokens_per_gpu)
     achieved = flops_per_gpu * mfu
     grad_bytes = params * bytes_per_value
     return StepTime(
@@ -182,4 +183,4 @@ def balance_tokens(*, p, link_bandwidth, flops_per_gpu, mfu=0.4, bytes_per_value
     flops_per_gpu = check_real("flops_per_gpu", flops_per_gpu, minimum=0, strict_min=True)
     mfu = check_real("mfu", mfu, minimum=0, maximum=1, strict_min=True)
     bytes_per_value = check_real("bytes_per_value", bytes_per_value, minimum=0, strict_min=True)
-    return flops_per_gpu * mfu / link_bandwidth * 2 * (p - 1) / p * bytes_per_value / 6
+    return flops_per_gpu * mfu / link_bandwidth * 2 * (p - 1) / p * bytes_per_value / FLOPS_PER_PARAM_TOKEN

@@ -25,22 +25,26 @@ from types import MappingProxyType
 import numpy as np
 
 from ._check import check_array, check_choice, check_int, check_real
-from .cluster import ring_allreduce_time
-from .collectives import alpha_beta_time
+from .collectives import alpha_beta_time, collective_time
 from .fmt import Text, fmt_bytes, fmt_rate, fmt_seconds
 from .hardware import Accelerator
 from .hardware import accelerator as _accelerator
 from .ring import ring_bytes_per_rank
+from .units import gbit_to_bytes_per_s
 
 __all__ = [
     "RECIPES",
     "Recipe",
     "round_to_bf16",
     "StateBytes",
+    "FLOPS_PER_PARAM_TOKEN",
     "training_flops",
     "ADAM_UPDATE_FLOPS_PER_PARAM",
     "optimizer_flops_share",
     "model_state_bytes",
+    "ZERO_STAGES",
+    "ZeroStage",
+    "zero_stage",
     "zero_state_bytes_per_gpu",
     "min_gpus_to_fit",
     "max_params_to_fit",
@@ -53,9 +57,72 @@ __all__ = [
     "three_walls",
 ]
 
+#: Training FLOP per parameter per token of a dense transformer: 2 forward, 4 backward
+#: (:func:`training_flops` derives it). Every ``6 N D`` in the library is this number.
+FLOPS_PER_PARAM_TOKEN = 6.0
+
+
+@dataclass(frozen=True)
+class ZeroStage:
+    """What one ZeRO stage shards, and what it sends each step (Rajbhandari et al. 2020).
+
+    The one home of the ZeRO coefficients: memory (:func:`zero_state_bytes_per_gpu`,
+    :func:`min_gpus_to_fit`), traffic (:func:`gradient_comm_bytes_per_gpu`,
+    :func:`gradient_comm_time`) and :func:`three_walls` all read them here.
+
+    ``sharded`` names the parts of :class:`StateBytes` split over the ``dp``
+    ranks (the others are replicated). ``gradient_passes`` and
+    ``weight_passes`` count the collectives per step that each move
+    ``(p - 1) / p`` of the gradient or of the weights (one ring pass of
+    ``p - 1`` steps): plain data parallelism all-reduces the gradient
+    (reduce-scatter + all-gather, 2 passes); stages 1 and 2 reduce-scatter
+    it and all-gather the updated weights; stage 3 gathers the weights in
+    the forward and again in the backward pass.
+    """
+
+    stage: int
+    sharded: tuple
+    gradient_passes: int
+    weight_passes: int
+
+    @property
+    def ring_passes(self) -> int:
+        """Ring collectives of ``p - 1`` steps each per training step."""
+        return self.gradient_passes + self.weight_passes
+
+    @property
+    def traffic_factor(self) -> float:
+        """Bytes sent per step relative to plain data parallelism (gradients and weights of one width).
+
+        >>> [zero_stage(s).traffic_factor for s in ZERO_STAGES]   # ZeRO-3: 1.5x, as the paper states
+        [1.0, 1.0, 1.0, 1.5]
+        """
+        return self.ring_passes / _ZERO[0].ring_passes
+
+
+_ZERO = {
+    0: ZeroStage(0, (), gradient_passes=2, weight_passes=0),
+    1: ZeroStage(1, ("optimizer", "master"), gradient_passes=1, weight_passes=1),
+    2: ZeroStage(2, ("grads", "optimizer", "master"), gradient_passes=1, weight_passes=1),
+    3: ZeroStage(3, ("weights", "grads", "optimizer", "master"), gradient_passes=1, weight_passes=2),
+}
+
 #: ZeRO stages: 0 = plain data parallelism, 1 = shard optimizer state,
 #: 2 = also gradients, 3 = also weights (Rajbhandari et al. 2020).
-ZERO_STAGES = (0, 1, 2, 3)
+ZERO_STAGES = tuple(_ZERO)
+
+
+def zero_stage(stage) -> ZeroStage:
+    """The :class:`ZeroStage` of ZeRO ``stage`` (0 to 3).
+
+    >>> zero_stage(2).sharded
+    ('grads', 'optimizer', 'master')
+    >>> zero_stage(4)
+    Traceback (most recent call last):
+    ...
+    ValueError: stage must be an integer in [0, 3], got 4
+    """
+    return _ZERO[check_int("stage", stage, minimum=min(_ZERO), maximum=max(_ZERO))]
 
 
 @dataclass(frozen=True)
@@ -222,7 +289,7 @@ def training_flops(params, tokens) -> float:
     """
     params = check_real("params", params, minimum=0, strict_min=True)
     tokens = check_real("tokens", tokens, minimum=0, strict_min=True)
-    return 6.0 * params * tokens
+    return FLOPS_PER_PARAM_TOKEN * params * tokens
 
 
 #: FLOP per parameter of one AdamW update as PyTorch computes it, counting a
@@ -264,7 +331,7 @@ def optimizer_flops_share(tokens_per_step, *, update_flops_per_param=ADAM_UPDATE
     """
     tokens_per_step = check_real("tokens_per_step", tokens_per_step, minimum=0, strict_min=True)
     u = check_real("update_flops_per_param", update_flops_per_param, minimum=0)
-    return u / (6.0 * tokens_per_step + u)
+    return u / (FLOPS_PER_PARAM_TOKEN * tokens_per_step + u)
 
 
 def model_state_bytes(params, *, recipe) -> StateBytes:
@@ -339,15 +406,9 @@ def zero_state_bytes_per_gpu(params, *, recipe, dp, stage) -> StateBytes:
     """
     full = model_state_bytes(params, recipe=recipe)
     dp = check_int("dp", dp, minimum=1)
-    stage = check_int("stage", stage, minimum=0, maximum=3)
-    return StateBytes(
-        weights=full.weights / (dp if stage >= 3 else 1),
-        grads=full.grads / (dp if stage >= 2 else 1),
-        optimizer=full.optimizer / (dp if stage >= 1 else 1),
-        master=full.master / (dp if stage >= 1 else 1),
-        recipe=full.recipe,
-        params=full.params,
-    )
+    sharded = zero_stage(stage).sharded
+    parts = {name: value / (dp if name in sharded else 1) for name, value in full.parts().items()}
+    return StateBytes(**parts, recipe=full.recipe, params=full.params)
 
 
 def min_gpus_to_fit(params, *, recipe, hbm_bytes, stage) -> float:
@@ -368,8 +429,8 @@ def min_gpus_to_fit(params, *, recipe, hbm_bytes, stage) -> float:
     """
     full = model_state_bytes(params, recipe=recipe)
     hbm_bytes = check_real("hbm_bytes", hbm_bytes, minimum=0, strict_min=True)
-    stage = check_int("stage", stage, minimum=0, maximum=3)
-    replicated = {0: full.total, 1: full.weights + full.grads, 2: full.weights, 3: 0.0}[stage]
+    sharded_parts = zero_stage(stage).sharded
+    replicated = sum((value for name, value in full.parts().items() if name not in sharded_parts), 0.0)
     sharded = full.total - replicated
     if replicated > hbm_bytes or (sharded > 0 and replicated == hbm_bytes):
         return math.inf
@@ -499,20 +560,12 @@ def gradient_comm_bytes_per_gpu(params, p, *, recipe="bf16_adam", stage=0) -> fl
     params = check_real("params", params, minimum=0, strict_min=True)
     p = check_int("p", p, minimum=1)
     r = _recipe(recipe)
-    stage = check_int("stage", stage, minimum=0, maximum=3)
+    z = zero_stage(stage)
     grad = params * r.grads
     weights = params * r.weights
-    share = (p - 1) / p
-    if stage == 0:
+    if z.stage == 0:  # its two passes over the gradient are one all-reduce
         return ring_bytes_per_rank(grad, p)
-    if stage in (1, 2):
-        return share * (grad + weights)
-    return share * (grad + 2 * weights)
-
-
-def _ring_passes(stage: int) -> int:
-    """Ring collectives of ``p - 1`` steps each per training step."""
-    return {0: 2, 1: 2, 2: 2, 3: 3}[stage]
+    return (p - 1) / p * (z.gradient_passes * grad + z.weight_passes * weights)
 
 
 def gradient_comm_time(params, p, *, bandwidth, alpha=0.0, recipe="bf16_adam", stage=0) -> float:
@@ -530,9 +583,11 @@ def gradient_comm_time(params, p, *, bandwidth, alpha=0.0, recipe="bf16_adam", s
     n_bytes = gradient_comm_bytes_per_gpu(params, p, recipe=recipe, stage=stage)
     bandwidth = check_real("bandwidth", bandwidth, minimum=0, strict_min=True)
     alpha = check_real("alpha", alpha, minimum=0)
-    if stage == 0:
-        return ring_allreduce_time(params * _recipe(recipe).grads, p, bandwidth=bandwidth, alpha=alpha)
-    return alpha_beta_time(_ring_passes(stage) * (p - 1), 1.0, n_bytes, alpha=alpha, bandwidth=bandwidth)
+    z = zero_stage(stage)
+    if z.stage == 0:
+        grad = params * _recipe(recipe).grads
+        return float(collective_time("allreduce", grad, p, alpha=alpha, bandwidth=bandwidth, algorithm="ring"))
+    return alpha_beta_time(z.ring_passes * (p - 1), 1.0, n_bytes, alpha=alpha, bandwidth=bandwidth)
 
 
 @dataclass(frozen=True)
@@ -631,7 +686,8 @@ class Walls:
 #: has eight 200 Gb/s HDR InfiniBand NICs (NVIDIA DGX A100 datasheet); DGX H100, H200 and B200 have
 #: eight 400 Gb/s ConnectX-7 NICs (NVIDIA DGX BasePOD reference architecture, "Core Components",
 #: https://docs.nvidia.com/dgx-basepod/reference-architecture-infrastructure-foundation-enterprise-ai/latest/core-components.html).
-NODE_NIC_BANDWIDTH = {"A100": 8 * 200e9 / 8, "H100": 8 * 400e9 / 8, "H200": 8 * 400e9 / 8, "B200": 8 * 400e9 / 8}
+NODE_NIC_BANDWIDTH = {"A100": 8 * gbit_to_bytes_per_s(200), "H100": 8 * gbit_to_bytes_per_s(400),
+                      "H200": 8 * gbit_to_bytes_per_s(400), "B200": 8 * gbit_to_bytes_per_s(400)}
 
 #: GPUs whose communication :func:`three_walls` times with the NCCL cluster model.
 _CLUSTER_GPUS = tuple(NODE_NIC_BANDWIDTH)
@@ -699,7 +755,7 @@ def three_walls(params, tokens, *, recipe="mixed_precision_adam", accelerator="H
     flops = training_flops(params, tokens)
     mfu = check_real("mfu", mfu, minimum=0, maximum=1, strict_min=True)
     chips = check_int("chips", chips, minimum=1)
-    stage = check_int("stage", stage, minimum=0, maximum=3)
+    stage = zero_stage(stage).stage
     tokens_per_step = check_real("tokens_per_step", tokens_per_step, minimum=0, strict_min=True)
     alpha = check_real("alpha", alpha, minimum=0)
     cluster = None
@@ -727,7 +783,7 @@ def three_walls(params, tokens, *, recipe="mixed_precision_adam", accelerator="H
 
         pred = predict("allreduce", params * r.grads, cluster)
         # ZeRO-1/2 move the same bytes as an all-reduce (reduce-scatter + all-gather); ZeRO-3 adds an all-gather.
-        comm_time = pred.time * (1.5 if stage == 3 else 1.0)
+        comm_time = pred.time * zero_stage(stage).traffic_factor
         link_bandwidth = pred.busbw if chips > 1 else spec.link_bandwidth
     time_one = training_time(params, tokens, flops_per_chip=spec.bf16_flops, mfu=mfu)
     compute_cluster = time_one / chips

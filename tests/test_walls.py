@@ -308,3 +308,22 @@ def test_bf16_rounding_keeps_specials_and_shapes():
     assert dl.round_to_bf16(np.ones((2, 3))).shape == (2, 3)
     with pytest.raises(TypeError, match="x must be an array of numbers"):
         dl.round_to_bf16("1.0")
+
+
+def test_each_zero_stage_shards_more_than_the_last_and_only_stage_3_sends_more():
+    sharded = [set(W.zero_stage(s).sharded) for s in W.ZERO_STAGES]
+    assert all(a < b for a, b in zip(sharded, sharded[1:]))
+    assert sharded[-1] == set(dl.model_state_bytes(1.0, recipe="mixed_precision_adam").parts())
+    assert [W.zero_stage(s).traffic_factor for s in W.ZERO_STAGES] == [1.0, 1.0, 1.0, 1.5]
+
+
+@pytest.mark.parametrize("stage", [0, 1, 2, 3])
+def test_gradient_bytes_follow_the_stage_traffic_factor_when_weights_and_gradients_have_one_width(stage):
+    plain = dl.gradient_comm_bytes_per_gpu(7e9, 16, stage=0)
+    assert dl.gradient_comm_bytes_per_gpu(7e9, 16, stage=stage) == pytest.approx(
+        W.zero_stage(stage).traffic_factor * plain, rel=1e-12)
+
+
+def test_the_cluster_step_counts_the_training_flops_of_walls():
+    s = dl.cluster_step(p=8, params=7e9, link_bandwidth=100e9, flops_per_gpu=1e15, mfu=0.5, tokens_per_gpu=4096)
+    assert s.flops_per_step == dl.training_flops(7e9, 4096) == W.FLOPS_PER_PARAM_TOKEN * 7e9 * 4096

@@ -20,7 +20,7 @@ from matplotlib.transforms import ScaledTranslation, blended_transform_factory
 
 from ..fmt import fmt_bytes, fmt_seconds
 from .pictures import MIN_FONT_PT, phone_layout
-from ..walls import StateBytes, Walls, zero_state_bytes_per_gpu
+from ..walls import ZERO_STAGES, StateBytes, Walls, zero_state_bytes_per_gpu
 
 __all__ = [
     "PART_COLORS",
@@ -58,8 +58,8 @@ def _states_from(result, labels, hbm_bytes, highlight):
     """Normalise the inputs of :func:`plot_memory_breakdown`."""
     if isinstance(result, Walls):
         states = [zero_state_bytes_per_gpu(result.params, recipe=result.recipe, dp=result.chips, stage=s)
-                  for s in range(4)]
-        labels = labels or [str(s) for s in range(4)]  # under the axis label "ZeRO stage"
+                  for s in ZERO_STAGES]
+        labels = labels or [str(s) for s in ZERO_STAGES]  # under the axis label "ZeRO stage"
         hbm_bytes = result.hbm_bytes if hbm_bytes is None else hbm_bytes
         highlight = result.stage if highlight is None else highlight
         return states, labels, hbm_bytes, highlight
