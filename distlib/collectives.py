@@ -73,6 +73,10 @@ __all__ = [
     "COLLECTIVES",
     "ALGORITHMS",
     "ALLREDUCE_ALGORITHMS",
+    "TWO_LEVEL_ALGORITHMS",
+    "OWN_ALLREDUCE_ALGORITHMS",
+    "ENGINE_ALLREDUCE_ALGORITHMS",
+    "ENGINE_SCATTER_GATHER_ALGORITHMS",
     "BUS_FACTOR_COLLECTIVES",
     "COLLECTIVE_ALIASES",
     "canonical_collective",
@@ -99,11 +103,27 @@ __all__ = [
 ]
 
 COLLECTIVES = ("allreduce", "reduce_scatter", "allgather", "broadcast", "reduce")
+
+# The registry of algorithm names: the cost models here, the engines
+# (distlib.engines.algorithms, selftest, tuner), the DDP model (overlap) and the
+# plots all take their lists from these tuples, so a name is added in one place.
 ALGORITHMS = ("ring", "tree", "halving_doubling")
 """Algorithms modelled for every collective."""
 ALLREDUCE_ALGORITHMS = ALGORITHMS + ("recursive_doubling",)
 """Algorithms modelled for all-reduce: recursive doubling (the whole buffer
-swapped ``lg p`` times) is an all-reduce of its own, the short-message choice."""
+swapped ``lg p`` times) is an all-reduce of its own, the short-message choice.
+The engines run each of them, and their ``"auto"`` chooses among these."""
+TWO_LEVEL_ALGORITHMS = ("hierarchical", "ring")
+"""All-reduces over nodes of ranks (:func:`two_level_allreduce_time`): the
+book's hierarchical one (reduce-scatter inside a node, all-reduce across,
+all-gather inside) and the flat ring."""
+OWN_ALLREDUCE_ALGORITHMS = ALLREDUCE_ALGORITHMS + ("hierarchical",)
+"""Every all-reduce distlib itself runs over an engine."""
+ENGINE_ALLREDUCE_ALGORITHMS = OWN_ALLREDUCE_ALGORITHMS + ("builtin", "auto")
+"""What :func:`distlib.engines.allreduce` accepts: distlib's own, the engine's
+own all-reduce (``"builtin"``) and the tuner's pick (``"auto"``)."""
+ENGINE_SCATTER_GATHER_ALGORITHMS = ("ring", "halving_doubling", "builtin")
+"""What the engines' reduce-scatter and all-gather accept."""
 BUS_FACTOR_COLLECTIVES = COLLECTIVES + ("alltoall", "sendrecv")
 
 #: Other spellings of the collectives: torch.distributed's and nccl-tests'
@@ -1034,7 +1054,7 @@ def two_level_allreduce_time(n_bytes, nodes, ranks_per_node, *, alpha_intra, ban
     L = check_int("ranks_per_node", ranks_per_node, minimum=1)
     a_in, b_in = check_real("alpha_intra", alpha_intra, minimum=0), check_real("bandwidth_intra", bandwidth_intra, minimum=0, strict_min=True)
     a_x, b_x = check_real("alpha_inter", alpha_inter, minimum=0), check_real("bandwidth_inter", bandwidth_inter, minimum=0, strict_min=True)
-    algorithm = check_choice("algorithm", algorithm, ("hierarchical", "ring"))
+    algorithm = check_choice("algorithm", algorithm, TWO_LEVEL_ALGORITHMS)
     p = N * L
     if N == 1:
         return collective_time("allreduce", n, L, alpha=a_in, bandwidth=b_in)

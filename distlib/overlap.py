@@ -46,6 +46,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ._check import check_array, check_choice, check_int, check_real
+from .collectives import ALLREDUCE_ALGORITHMS
 
 __all__ = [
     "Event",
@@ -725,7 +726,7 @@ def _link_args(alpha, bandwidth, p, algorithm, cluster=None):
     alpha = check_real("alpha", alpha, minimum=0)
     bandwidth = check_real("bandwidth", bandwidth, minimum=0, strict_min=True)
     p = check_int("p", p, minimum=1)
-    check_choice("algorithm", algorithm, ("ring", "tree", "halving_doubling", "recursive_doubling"))
+    check_choice("algorithm", algorithm, ALLREDUCE_ALGORITHMS)
     return alpha, bandwidth, p
 
 

@@ -62,6 +62,7 @@ from functools import lru_cache
 import numpy as np
 
 from .._check import check_choice, check_int
+from ..collectives import ALLREDUCE_ALGORITHMS, ENGINE_ALLREDUCE_ALGORITHMS, ENGINE_SCATTER_GATHER_ALGORITHMS
 from .comm import Comm, check_op, check_rank
 
 __all__ = [
@@ -76,11 +77,11 @@ __all__ = [
     "set_auto_chooser",
 ]
 
-ALLREDUCE_ALGORITHMS = ("ring", "tree", "halving_doubling", "recursive_doubling")
-"""The book's all-reduce algorithms (``"auto"`` chooses among these)."""
-
-_ALLREDUCE_CHOICES = ALLREDUCE_ALGORITHMS + ("hierarchical", "builtin", "auto")
-_RS_AG_CHOICES = ("ring", "halving_doubling", "builtin")
+# ALLREDUCE_ALGORITHMS (the book's all-reduce algorithms; "auto" chooses among
+# them) and the names each collective here accepts come from the one registry,
+# distlib.collectives; ALLREDUCE_ALGORITHMS is re-exported under its old name.
+_ALLREDUCE_CHOICES = ENGINE_ALLREDUCE_ALGORITHMS
+_RS_AG_CHOICES = ENGINE_SCATTER_GATHER_ALGORITHMS
 
 
 @lru_cache(maxsize=512)

@@ -19,6 +19,7 @@ import sys
 
 import numpy as np
 
+from ..collectives import ENGINE_SCATTER_GATHER_ALGORITHMS
 from ..ring import chunk_bounds
 from .algorithms import ALLREDUCE_ALGORITHMS, allgather, allreduce, broadcast, reduce, reduce_scatter
 
@@ -70,7 +71,7 @@ def run_checks(comm, sizes=None, dtypes=("float64", "int32")) -> tuple:
             check(f"ring allreduce max {tag}", out, (i + p - 1).astype(dtype))
             bounds = chunk_bounds(n, p)
             want = total[bounds[r] : bounds[r + 1]]
-            for algorithm in ("ring", "halving_doubling", "builtin"):
+            for algorithm in ENGINE_SCATTER_GATHER_ALGORITHMS:
                 try:
                     out = reduce_scatter(comm, make(mine), algorithm=algorithm)
                 except NotImplementedError:
@@ -79,7 +80,7 @@ def run_checks(comm, sizes=None, dtypes=("float64", "int32")) -> tuple:
             counts = [(n + 3 * q) % (p + 2) for q in range(p)]  # uneven, some empty
             piece = np.full(counts[r], r + 1, dtype=dtype)
             want = np.repeat(np.arange(1, p + 1), counts).astype(dtype)
-            for algorithm in ("ring", "halving_doubling", "builtin"):
+            for algorithm in ENGINE_SCATTER_GATHER_ALGORITHMS:
                 out = allgather(comm, make(piece), counts=counts, algorithm=algorithm)
                 check(f"{algorithm} allgather {tag}", out, want)
             out = broadcast(comm, make(mine), root=p - 1)
