@@ -16,6 +16,10 @@ __all__ = [
     "check_real",
     "check_choice",
     "check_array",
+    "check_bool",
+    "check_int_choice",
+    "check_int_grid",
+    "check_real_in",
 ]
 
 
@@ -120,6 +124,113 @@ def check_array(name: str, value, *, ndim: int | None = None, finite: bool = Fal
     if minimum is not None and arr.size and np.any(arr < minimum):
         raise ValueError(f"{name} must hold numbers >= {minimum}, got min {arr.min()!r}")
     return arr
+
+
+def check_bool(name: str, value) -> bool:
+    """Return ``value`` as a ``bool`` if it is one, else raise naming ``name``.
+
+    A switch takes ``True`` or ``False``; the string ``"no"`` is truthy, so it
+    is refused rather than read as on.
+
+    Examples
+    --------
+    >>> check_bool("overlap", False)
+    False
+    >>> check_bool("overlap", "no")
+    Traceback (most recent call last):
+    ...
+    TypeError: overlap must be True or False, got 'no'
+    """
+    if not _is_bool(value):
+        raise TypeError(f"{name} must be True or False, got {value!r}")
+    return bool(value)
+
+
+def check_int_choice(name: str, value, choices) -> int:
+    """Return ``value`` as an ``int`` if it is one of the integers ``choices``, else raise listing them.
+
+    Unlike :func:`check_choice`, ``True`` is not taken for ``1`` (a ``TypeError``).
+
+    Examples
+    --------
+    >>> check_int_choice("nodes", 4.0, [2, 4, 8])
+    4
+    >>> check_int_choice("nodes", 3, [2, 4, 8])
+    Traceback (most recent call last):
+    ...
+    ValueError: nodes must be one of 2, 4, 8; got 3
+    """
+    choices = list(choices)
+    listed = ", ".join(repr(c) for c in choices)
+    integral = isinstance(value, numbers.Integral) or (isinstance(value, float) and value.is_integer())
+    if _is_bool(value) or not integral:
+        raise TypeError(f"{name} must be one of {listed}; got {value!r}")
+    if int(value) not in choices:
+        raise ValueError(f"{name} must be one of {listed}; got {value!r}")
+    return int(value)
+
+
+def check_int_grid(name: str, value, *, minimum: int, maximum: int, step: int = 1, where: str = "") -> int:
+    """Return ``value`` as an ``int`` on a slider's positions ``minimum, minimum + step, ..., maximum``.
+
+    ``where`` ends the range with what it depends on (``" for p = 4"``).
+
+    Examples
+    --------
+    >>> check_int_grid("k", 4, minimum=2, maximum=6, step=2)
+    4
+    >>> check_int_grid("k", 5, minimum=2, maximum=6, step=2)
+    Traceback (most recent call last):
+    ...
+    ValueError: k must be in [2, 6] in steps of 2, got 5
+    >>> check_int_grid("step", 0.5, minimum=0, maximum=6, where=" for p = 4")
+    Traceback (most recent call last):
+    ...
+    TypeError: step must be an integer in [0, 6] for p = 4, got 0.5
+    """
+    text = f"[{minimum}, {maximum}]" + (f" in steps of {step}" if step != 1 else "") + where
+    integral = isinstance(value, numbers.Integral) or (isinstance(value, float) and value.is_integer())
+    if _is_bool(value) or not integral:
+        raise TypeError(f"{name} must be an integer in {text}, got {value!r}")
+    value = int(value)
+    if not (minimum <= value <= maximum and (value - minimum) % step == 0):
+        raise ValueError(f"{name} must be in {text}, got {value}")
+    return value
+
+
+def check_real_in(name: str, value, minimum: float, maximum: float, *, unit: str = "") -> float:
+    """Return ``value`` as a finite ``float`` in ``[minimum, maximum]`` (a slider's range), else raise.
+
+    The bounds are written in six significant digits and followed by
+    ``unit``; a value within a relative 1e-10 of a bound counts as on it (a
+    bound computed as ``10**-1 * 1e-3`` is not exactly ``1e-4``).
+
+    Examples
+    --------
+    >>> check_real_in("alpha", 5e-6, 1e-7, 1e-3, unit="s")
+    5e-06
+    >>> check_real_in("alpha", 5.0, 1e-7, 1e-3, unit="s")
+    Traceback (most recent call last):
+    ...
+    ValueError: alpha must be a finite number in [1e-07, 0.001] s, got 5.0
+    """
+    text = f"[{_bound_text(minimum)}, {_bound_text(maximum)}]" + (f" {unit}" if unit else "")
+    if _is_bool(value) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a number in {text}, got {value!r}")
+    value = float(value)
+    lo, hi = minimum - 1e-10 * abs(minimum), maximum + 1e-10 * abs(maximum)
+    if not (math.isfinite(value) and lo <= value <= hi):
+        raise ValueError(f"{name} must be a finite number in {text}, got {value!r}")
+    return value
+
+
+def _bound_text(x) -> str:
+    """A bound as a reader reads it: ``1e+12``, ``65536``, ``17179869184``, ``1.99526e+12``."""
+    x = float(x)
+    short = f"{x:.6g}"
+    if float(short) == x or not (x.is_integer() and abs(x) < 1e15):
+        return short
+    return str(int(x))
 
 
 def _range_text(minimum, maximum) -> str:

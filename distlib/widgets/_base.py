@@ -45,7 +45,7 @@ from matplotlib.text import Text
 from PIL import Image as PILImage
 
 __all__ = ["FigureImage", "FigureWidget", "StaticAxis", "label_style", "static_frames", "static_config",
-           "CSS_DPI", "SCALE", "MIN_FONT_PT", "CONTINUOUS_UPDATE", "log_slider"]
+           "CSS_DPI", "SCALE", "MIN_FONT_PT", "CONTINUOUS_UPDATE", "log_slider", "accelerator_name"]
 
 # CSS px per inch, device px per CSS px (2x screens), and the smallest text
 # in any picture (11 pt = 14.7 px; the page's <small> print is 14.4 px).
@@ -234,6 +234,19 @@ def log_slider(*, value: float, base: float, min: float, max: float, step: float
     return w.FloatLogSlider(value=value, base=base, min=lo, max=lo + n * step, step=step, **kwargs)
 
 
+def accelerator_name(value) -> str:
+    """The table's name of accelerator ``value`` (a name, looked up as :func:`distlib.accelerator` does, or a spec).
+
+    Checked before a widget builds its menu: a name outside the table is a
+    ``ValueError`` listing the known ones, anything but a name a ``TypeError``.
+    """
+    from ..hardware import Accelerator, accelerator, accelerator_names
+
+    if not isinstance(value, (str, Accelerator)):
+        raise TypeError(f"accelerator must be one of {', '.join(accelerator_names())} (a name); got {value!r}")
+    return accelerator(value).name
+
+
 def label_style() -> dict:
     """Slider style that leaves room for descriptive labels."""
     return {"description_width": "initial"}
@@ -284,6 +297,9 @@ class FigureWidget(w.VBox):
     redraw from the controls' values, one path for live and static use) and
     calls ``self._finish(...)``. It may override ``static_axes()`` (the grid
     of the static page) and ``_layout(...)`` (how the parts are arranged).
+    Its constructor checks every argument first (``distlib._check``), so that
+    a bad one is a one-line ``ValueError`` or ``TypeError`` naming it and its
+    range, raised before any control is built.
     """
 
     #: What the static page says under its live controls, before the fixed (greyed-out) ones.

@@ -12,6 +12,7 @@ import ipywidgets as w
 import numpy as np
 from matplotlib.ticker import LogLocator
 
+from .._check import check_choice, check_int, check_real_in
 from ..collectives import ALGORITHMS, COLLECTIVES, Regime, collective_time, crossover_size, regime
 from ..fmt import fmt_bytes, fmt_rate, fmt_seconds
 from ..plots.collectives import (ALGORITHM_COLORS, ALGORITHM_LABELS as _LABELS, default_sizes,
@@ -43,6 +44,13 @@ class CollectivesWidget(FigureWidget):
 
     def __init__(self, *, collective="allreduce", alpha=5e-6, bandwidth=50e9, p=64, n_bytes=1e6,
                  regime_algorithm="ring"):
+        # every argument checked against its control's range before anything is built
+        collective = check_choice("collective", collective, list(COLLECTIVES))
+        alpha = check_real_in("alpha", alpha, 10**-7, 10**-3, unit="s")
+        bandwidth = check_real_in("bandwidth", bandwidth, 10**8, 10**12, unit="bytes/s")
+        p = check_int("p", p, minimum=2, maximum=1024)
+        n_bytes = check_real_in("n_bytes", n_bytes, 10**0, 10**10, unit="bytes")
+        regime_algorithm = check_choice("regime_algorithm", regime_algorithm, list(ALGORITHMS))
         style = label_style()
         layout = control_layout()
         cu = CONTINUOUS_UPDATE

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import ipywidgets as w
 import numpy as np
 
+from .._check import check_int, check_int_choice, check_real_in
 from ..collectives import bus_bandwidth, two_level_allreduce_time
 from ..fmt import fmt_bytes, fmt_bytes_binary, fmt_rate, fmt_seconds
 from ..plots.collectives import format_bytes_axis
@@ -47,9 +48,15 @@ class TwoLevelWidget(FigureWidget):
 
     def __init__(self, *, nodes=2, ranks_per_node=2, link_bandwidth=1e9 / 8, intra_bandwidth=3e9,
                  alpha_inter=50e-6, alpha_intra=5e-6, n_bytes=16 * 2**20):  # fmt: skip
+        # every argument checked against its control's range before anything is built
+        nodes = check_int_choice("nodes", nodes, NODE_COUNTS)
+        ranks_per_node = check_int("ranks_per_node", ranks_per_node, minimum=1, maximum=16)
+        link_bandwidth = check_real_in("link_bandwidth", link_bandwidth, 10**7, 10**11, unit="bytes/s")
+        intra_bandwidth = check_real_in("intra_bandwidth", intra_bandwidth, 10**8, 10**12, unit="bytes/s")
+        alpha_inter = check_real_in("alpha_inter", alpha_inter, 10**-7, 10**-3, unit="s")
+        alpha_intra = check_real_in("alpha_intra", alpha_intra, 10**-7, 10**-3, unit="s")
+        n_bytes = check_real_in("n_bytes", n_bytes, 10**3, 10**10, unit="bytes")
         style, layout, cu = label_style(), control_layout(), CONTINUOUS_UPDATE
-        if nodes not in NODE_COUNTS:
-            raise ValueError(f"nodes must be one of {NODE_COUNTS}, got {nodes!r}")
         self.nodes_dropdown = w.Dropdown(options=NODE_COUNTS, value=nodes, description="nodes", style=style)
         self.ranks_slider = w.IntSlider(value=ranks_per_node, min=1, max=16, description="ranks per node",
                                         continuous_update=cu, style=style, layout=layout)  # fmt: skip

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ipywidgets as w
 
+from .._check import check_bool, check_choice, check_int, check_real_in
 from ..fmt import fmt_bytes, fmt_bytes_binary, fmt_rate, fmt_seconds
 from ..overlap import DDPStep, ddp_step, gradient_profile
 from ..plots.overlap import TimelinePicture
@@ -35,6 +36,16 @@ class OverlapWidget(FigureWidget):
 
     def __init__(self, *, layers=16, backward_time=5e-3, grad_bytes=1e9, profile="uniform",
                  bucket_bytes=25 * 2**20, alpha=5e-6, bandwidth=25e9, p=8, overlap=True):
+        # every argument checked against its control's range (in SI units) before anything is built
+        layers = check_int("layers", layers, minimum=1, maximum=48)
+        backward_time = check_real_in("backward_time", backward_time, 10**-1 * 1e-3, 10**2 * 1e-3, unit="s")
+        grad_bytes = check_real_in("grad_bytes", grad_bytes, 10**-3 * 1e9, 10**2 * 1e9, unit="bytes")
+        profile = check_choice("profile", profile, ["uniform", "embedding"])
+        bucket_bytes = check_real_in("bucket_bytes", bucket_bytes, 2**-4 * 2**20, 2**14 * 2**20, unit="bytes")
+        alpha = check_real_in("alpha", alpha, 10**-1 * 1e-6, 10**3 * 1e-6, unit="s")
+        bandwidth = check_real_in("bandwidth", bandwidth, 10**-1 * 1e9, 10**3 * 1e9, unit="bytes/s")
+        p = check_int("p", p, minimum=2**1, maximum=2**10)
+        overlap = check_bool("overlap", overlap)
         style = label_style()
         layout = control_layout()
         backward_ms, grad_gb, bucket_mb = backward_time * 1e3, grad_bytes / 1e9, bucket_bytes / 2**20
@@ -63,7 +74,7 @@ class OverlapWidget(FigureWidget):
                                          readout_format=".0f", continuous_update=CONTINUOUS_UPDATE, style=style,
                                          layout=layout)
         self.overlap_buttons = w.ToggleButtons(options=[("overlap", True), ("compute, then communicate", False)],
-                                               value=bool(overlap))
+                                               value=overlap)
         self.controls = [self.layers_slider, self.backward_slider, self.grad_slider, self.profile_dropdown,
                          self.bucket_slider, self.alpha_slider, self.bandwidth_slider, self.p_slider,
                          self.overlap_buttons]

@@ -7,6 +7,7 @@ import html
 import ipywidgets as w
 import numpy as np
 
+from .._check import check_choice, check_int, check_int_choice, check_int_grid, check_real, check_real_in
 from ..cluster import StepTime, cluster_step
 from ..fmt import fmt_bytes, fmt_count, fmt_rate, fmt_seconds, fmt_flops
 from ..plots.ring import PHASE_COLORS, RingPicture, StepBars
@@ -32,24 +33,21 @@ class RingWidget(FigureWidget):
     """
 
     def __init__(self, p: int = 4, *, step: int = 0, interval_ms: int = 900, numbering: str = "ring"):
-        if numbering not in NUMBERINGS:
-            raise ValueError(f"numbering must be one of {sorted(NUMBERINGS)}, got {numbering!r}")
+        # every argument checked before anything is built (messages name the argument and its range)
+        p = check_int("p", p, minimum=P_MIN, maximum=P_MAX)
+        n_steps = 2 * (p - 1)
+        step = check_int_grid("step", step, minimum=0, maximum=n_steps, where=f" for p = {p}")
+        self.interval_ms = check_int("interval_ms", interval_ms, minimum=1)
         #: "ring": chapter 1's chunk names (rank r ends the reduce-scatter owning chunk r + 1);
         #: "mpi": the library's and MPI_Reduce_scatter's (rank r ends owning chunk r)
-        self.numbering = numbering
-        if not P_MIN <= int(p) <= P_MAX:
-            raise ValueError(f"p must be an integer in [{P_MIN}, {P_MAX}], got {p}")
-        self.interval_ms = int(interval_ms)
-        self.p_slider = w.IntSlider(value=int(p), min=P_MIN, max=P_MAX, description="GPUs (p)",
+        self.numbering = check_choice("numbering", numbering, list(NUMBERINGS))
+        self.p_slider = w.IntSlider(value=p, min=P_MIN, max=P_MAX, description="GPUs (p)",
                                     continuous_update=CONTINUOUS_UPDATE, style=label_style(),
                                     layout=control_layout())
-        n_steps = 2 * (int(p) - 1)
-        if not 0 <= int(step) <= n_steps:
-            raise ValueError(f"step must be an integer in [0, {n_steps}] for p = {p}, got {step}")
         # The step slider follows the hand: its frames are cached, and Play drives it.
-        self.step_slider = w.IntSlider(value=int(step), min=0, max=n_steps, description="step",
+        self.step_slider = w.IntSlider(value=step, min=0, max=n_steps, description="step",
                                        style=label_style(), layout=w.Layout(flex="1 1 200px", max_width="100%"))
-        self.play = w.Play(value=int(step), min=0, max=n_steps, step=1, interval=self.interval_ms,
+        self.play = w.Play(value=step, min=0, max=n_steps, step=1, interval=self.interval_ms,
                            description="Play the ring")
         w.jslink((self.play, "value"), (self.step_slider, "value"))
         self.fig = FigureImage(width=420, height=440, phone_height=360)  # the ring is square: no taller on a phone
@@ -145,6 +143,14 @@ class ClusterWidget(FigureWidget):
 
     def __init__(self, *, p=8, params=7e9, bytes_per_value=2, link_bandwidth=50e9,
                  flops_per_gpu=989e12, mfu=0.4, tokens_per_gpu=4096):
+        # every argument checked against its control's range before anything is built
+        p = check_int("p", p, minimum=2**1, maximum=2**14)
+        params = check_real_in("params", params, 10**8, 10**12)
+        bytes_per_value = check_int_choice("bytes_per_value", bytes_per_value, (2, 4))
+        link_bandwidth = check_real_in("link_bandwidth", link_bandwidth, 10**0 * 1e9, 10**3 * 1e9, unit="bytes/s")
+        flops_per_gpu = check_real_in("flops_per_gpu", flops_per_gpu, 10**1 * 1e12, 10**4 * 1e12, unit="FLOP/s")
+        mfu = check_real("mfu", mfu, minimum=0.05, maximum=1.0)
+        tokens_per_gpu = check_int("tokens_per_gpu", tokens_per_gpu, minimum=2**9, maximum=2**20)
         style = label_style()
         layout = control_layout()
         cu = CONTINUOUS_UPDATE

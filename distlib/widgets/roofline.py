@@ -9,12 +9,14 @@ import html
 
 import ipywidgets as w
 
+from .._check import check_choice, check_int_grid
 from ..fmt import fmt_bytes, fmt_flop, fmt_flops, fmt_seconds
 from ..hardware import accelerator as _accelerator
 from ..hardware import accelerator_names, accelerators
 from ..plots.roofline import RooflinePicture
 from ..roofline import OPERATION_KINDS, Operation, Placement, operation
-from ._base import CONTINUOUS_UPDATE, FigureImage, FigureWidget, StaticAxis, control_layout, label_style, log_slider
+from ._base import (CONTINUOUS_UPDATE, FigureImage, FigureWidget, StaticAxis, accelerator_name, control_layout,
+                    label_style, log_slider)
 
 __all__ = ["RooflineWidget"]
 
@@ -33,15 +35,17 @@ class RooflineWidget(FigureWidget):
     """
 
     def __init__(self, *, accelerator="H100", kind="matmul (n x n x n)", n=1024):
+        # every argument checked before anything is built
+        name = accelerator_name(accelerator)
+        kind = check_choice("kind", kind, list(OPERATION_KINDS))
+        lo, hi = SIZE_LOG2_RANGE
+        n = check_int_grid("n", n, minimum=2**lo, maximum=2**hi)
         style = label_style()
         layout = control_layout()
-        self.accelerator_dropdown = w.Dropdown(options=accelerator_names(), value=_accelerator(accelerator).name,
+        self.accelerator_dropdown = w.Dropdown(options=accelerator_names(), value=name,
                                                description="accelerator", style=style, layout=layout)
         self.operation_dropdown = w.Dropdown(options=list(OPERATION_KINDS), value=kind, description="operation",
                                              style=style, layout=layout)
-        lo, hi = SIZE_LOG2_RANGE
-        if not (2**lo <= n <= 2**hi):
-            raise ValueError(f"n must be in [{2**lo}, {2**hi}], got {n!r}")
         self.size_slider = log_slider(value=n, base=2, min=lo, max=hi, step=1, description="size n",
                                             readout_format=".0f", continuous_update=CONTINUOUS_UPDATE,
                                             style=style, layout=layout)

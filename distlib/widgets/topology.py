@@ -10,12 +10,13 @@ import html
 
 import ipywidgets as w
 
+from .._check import check_choice, check_int_grid
 from ..topology import Bisection, Metrics, RingLoads, Topology, ring_link_loads, ring_order, topology
 from ..plots.topology import clear_drawing, draw_topology
 from ..fmt import fmt_rate
 from ._base import CONTINUOUS_UPDATE, FigureImage, FigureWidget, StaticAxis, label_style
 
-__all__ = ["TopologyWidget", "KIND_SPECS"]
+__all__ = ["TopologyWidget", "KIND_SPECS", "RING_ORDERS"]
 
 # Dropdown key -> (label, slider label, min, max, step, default, builder(size) -> (kind, kwargs)).
 # The ranges are capped so that building, measuring and drawing stay well under 50 ms.
@@ -30,6 +31,9 @@ KIND_SPECS = {
     "dgx": ("DGX H100 cluster", "nodes (8 GPUs each)", 1, 6, 1, 2, lambda s: ("dgx", {"nodes": s})),
 }
 
+
+#: How the ring visits the hosts: ordered by the network, or in the hosts' own order.
+RING_ORDERS = ("topology-aware", "host order")
 
 _CACHE: dict = {}  # (kind, size, ring order) -> computed results; all deterministic
 
@@ -50,18 +54,18 @@ class TopologyWidget(FigureWidget):
     """
 
     def __init__(self, kind: str = "torus2", size: int | None = None, *, ring: str = "topology-aware"):
-        if kind not in KIND_SPECS:
-            raise ValueError(f"kind must be one of {', '.join(map(repr, KIND_SPECS))}; got {kind!r}")
+        # every argument checked before anything is built; the size's range follows the kind
+        kind = check_choice("kind", kind, list(KIND_SPECS))
+        _, slabel, lo, hi, step, default, _ = KIND_SPECS[kind]
+        value = default if size is None else check_int_grid("size", size, minimum=lo, maximum=hi, step=step,
+                                                            where=f" for {kind!r}")
+        ring = check_choice("ring", ring, RING_ORDERS)
         style = label_style()
         self.kind = w.Dropdown(options=[(spec[0], key) for key, spec in KIND_SPECS.items()], value=kind,
                                description="topology", style=style)
-        _, slabel, lo, hi, step, default, _ = KIND_SPECS[kind]
-        value = default if size is None else int(size)
-        if not (lo <= value <= hi and (value - lo) % step == 0):
-            raise ValueError(f"size must be in [{lo}, {hi}] in steps of {step} for {kind!r}, got {size}")
         self.size = w.IntSlider(value=value, min=lo, max=hi, step=step, description=slabel, style=style,
                                 continuous_update=CONTINUOUS_UPDATE)
-        self.ring = w.ToggleButtons(options=["topology-aware", "host order"], value=ring,
+        self.ring = w.ToggleButtons(options=list(RING_ORDERS), value=ring,
                                     description="ring order", style=style)
         self.fig = FigureImage(width=400, height=320)
         self.summary = self.table = w.HTML()
@@ -91,7 +95,7 @@ class TopologyWidget(FigureWidget):
 
         return [StaticAxis("kind", list(KIND_SPECS)),
                 StaticAxis("size", sizes, local=True, description=lambda chosen: KIND_SPECS[chosen["kind"]][1]),
-                StaticAxis("ring", ["topology-aware", "host order"])]
+                StaticAxis("ring", list(RING_ORDERS))]
 
     def _on_kind(self, change):
         # runs before the base's observer (registered first), which then redraws once

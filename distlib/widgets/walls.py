@@ -10,12 +10,13 @@ import html
 
 import ipywidgets as w
 
+from .._check import check_choice, check_int, check_int_choice, check_real, check_real_in
 from ..fmt import fmt_bytes, fmt_count, fmt_flop, fmt_rate, fmt_seconds
-from ..hardware import accelerator as _accelerator
 from ..hardware import accelerator_names
 from ..plots.walls import MemoryBars, TimeBars
 from ..walls import RECIPES, Walls, three_walls, zero_state_bytes_per_gpu
-from ._base import CONTINUOUS_UPDATE, FigureImage, FigureWidget, StaticAxis, control_layout, label_style, log_slider
+from ._base import (CONTINUOUS_UPDATE, FigureImage, FigureWidget, StaticAxis, accelerator_name, control_layout,
+                    label_style, log_slider)
 
 __all__ = ["WallsWidget", "CHIP_COUNTS"]
 
@@ -41,6 +42,14 @@ class WallsWidget(FigureWidget):
 
     def __init__(self, *, params=7e9, tokens=1e12, recipe="mixed_precision_adam", accelerator="H100",
                  mfu=0.4, chips=8, stage=0):
+        # every argument checked against its control's range before anything is built
+        params = check_real_in("params", params, 10**8, 10**12.3)
+        tokens = check_real_in("tokens", tokens, 10**9, 10**13.3)
+        recipe = check_choice("recipe", recipe, list(RECIPES))
+        name = accelerator_name(accelerator)
+        mfu = check_real("mfu", mfu, minimum=0.05, maximum=1.0)
+        chips = check_int_choice("chips", chips, CHIP_COUNTS)
+        stage = check_int("stage", stage, minimum=0, maximum=3)
         style = label_style()
         layout = control_layout()
         cu = CONTINUOUS_UPDATE
@@ -53,13 +62,11 @@ class WallsWidget(FigureWidget):
         self.recipe_dropdown = w.Dropdown(options=[(f"{RECIPE_LABELS.get(k, k)}: {r.bytes_per_param:g} B/param", k)
                                                    for k, r in RECIPES.items()],
                                           value=recipe, description="recipe", style=style, layout=layout)
-        self.accelerator_dropdown = w.Dropdown(options=accelerator_names(), value=_accelerator(accelerator).name,
+        self.accelerator_dropdown = w.Dropdown(options=accelerator_names(), value=name,
                                                description="accelerator", style=style, layout=layout)
         self.mfu_slider = w.FloatSlider(value=mfu, min=0.05, max=1.0, step=0.05, description="MFU",
                                         readout_format=".2f", continuous_update=cu, style=style,
                                         layout=layout)
-        if chips not in CHIP_COUNTS:
-            raise ValueError(f"chips must be one of {CHIP_COUNTS}, got {chips!r}")
         self.chips_dropdown = w.Dropdown(options=CHIP_COUNTS, value=chips, description="chips (data parallel)",
                                          style=style, layout=layout)
         self.stage_buttons = w.ToggleButtons(options=[(f"ZeRO-{s}", s) for s in range(4)], value=stage,
