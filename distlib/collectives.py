@@ -113,10 +113,10 @@ ALLREDUCE_ALGORITHMS = ALGORITHMS + ("recursive_doubling",)
 """Algorithms modelled for all-reduce: recursive doubling (the whole buffer
 swapped ``lg p`` times) is an all-reduce of its own, the short-message choice.
 The engines run each of them, and their ``"auto"`` chooses among these."""
-TWO_LEVEL_ALGORITHMS = ("hierarchical", "ring")
-"""All-reduces over nodes of ranks (:func:`two_level_allreduce_time`): the
-book's hierarchical one (reduce-scatter inside a node, all-reduce across,
-all-gather inside) and the flat ring."""
+TWO_LEVEL_ALGORITHMS = ("ring", "hierarchical")
+"""All-reduces over nodes of ranks (:func:`two_level_allreduce_time`): the flat
+ring and the book's hierarchical one (reduce-scatter inside a node, all-reduce
+across, all-gather inside), in the order the chapter races them."""
 OWN_ALLREDUCE_ALGORITHMS = ALLREDUCE_ALGORITHMS + ("hierarchical",)
 """Every all-reduce distlib itself runs over an engine."""
 ENGINE_ALLREDUCE_ALGORITHMS = OWN_ALLREDUCE_ALGORITHMS + ("builtin", "auto")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..collectives import TWO_LEVEL_ALGORITHMS
 from .pictures import CSS_DPI, phone_layout
 from .overlap import phone_figure
 
@@ -13,7 +14,7 @@ _COLORS = {"ring": "#1f77b4", "hierarchical": "#D55E00", "builtin": "#7f7f7f"}
 _LABELS = {"ring": "flat ring", "hierarchical": "hierarchical", "builtin": "MPICH built-in"}
 
 
-def plot_race(ax, races, *, n_bytes=None, algorithms=("ring", "hierarchical")):
+def plot_race(ax, races, *, n_bytes=None, algorithms=TWO_LEVEL_ALGORITHMS):
     """Bus bandwidth measured (bars) and predicted by the two-level model (black ticks), per link rate.
 
     Parameters
@@ -24,6 +25,7 @@ def plot_race(ax, races, *, n_bytes=None, algorithms=("ring", "hierarchical")):
     n_bytes : int, optional
         The buffer size to show (default: each race's largest).
     algorithms : sequence of str
+        Default :data:`distlib.collectives.TWO_LEVEL_ALGORITHMS`, flat ring first.
 
     Returns
     -------
