@@ -4,6 +4,9 @@ The model layer (everything importable from here) is pure NumPy: no plotting
 and no widgets. Drawings live in :mod:`distlib.plots`, interactive controls in
 :mod:`distlib.widgets`, and real collectives over MPI or torch.distributed in
 :mod:`distlib.engines`; import those explicitly.
+
+:data:`CONTRACT` names what chapters, tests and outside checks call (keep
+them, and what they mean); :data:`__all__` is everything exported here.
 """
 
 # chapter 1: the ring
@@ -11,10 +14,10 @@ from .ring import Transfer, Step, RingTrace, chunk_bounds, simulate_ring_allredu
 from .cluster import StepTime, cluster_step, ring_allreduce_time, balance_tokens
 
 # chapter 2: the three walls
-from .walls import (RECIPES, ADAM_UPDATE_FLOPS_PER_PARAM, StateBytes, Walls, training_flops, model_state_bytes,
-                    zero_state_bytes_per_gpu, min_gpus_to_fit, max_params_to_fit, training_time, gradient_bytes,
-                    gradient_comm_bytes_per_gpu, gradient_comm_time, three_walls, optimizer_flops_share,
-                    round_to_bf16)
+from .walls import (RECIPES, ADAM_UPDATE_FLOPS_PER_PARAM, FLOPS_PER_PARAM_TOKEN, ZERO_STAGES, ZeroStage, zero_stage,
+                    StateBytes, Walls, training_flops, model_state_bytes, zero_state_bytes_per_gpu, min_gpus_to_fit,
+                    max_params_to_fit, training_time, gradient_bytes, gradient_comm_bytes_per_gpu, gradient_comm_time,
+                    three_walls, optimizer_flops_share, round_to_bf16)
 
 # chapter 3: accelerators and the roofline
 from .hardware import Accelerator, accelerator, accelerators, accelerator_names
@@ -26,11 +29,11 @@ from .topology import (TOPOLOGY_KINDS, H100_NVLINK_BANDWIDTH, NDR_NIC_BANDWIDTH,
                        RingLoads, topology, topology_closed_form, ring_order, crossing_ring_order, ring_link_loads)
 
 # chapter 5: the alpha-beta model of collectives
-from .collectives import (COLLECTIVES, ALGORITHMS, ALLREDUCE_ALGORITHMS, p2p_time, cost_coefficients, collective_time,
-                          bandwidth_lower_bound, fastest_algorithm, crossover_size, Regime, regime, bus_factor,
-                          bus_bandwidth, algorithm_bandwidth, in_network_allreduce_time, fit_alpha_beta, FitReport,
-                          fit_report, NcclTable, load_nccl_table, check_nccl_table, canonical_collective,
-                          alpha_beta_time, COLLECTIVE_ALIASES, two_level_allreduce_time)
+from .collectives import (COLLECTIVES, ALGORITHMS, ALLREDUCE_ALGORITHMS, TWO_LEVEL_ALGORITHMS, p2p_time,
+                          cost_coefficients, collective_time, bandwidth_lower_bound, fastest_algorithm, crossover_size,
+                          Regime, regime, bus_factor, bus_bandwidth, algorithm_bandwidth, in_network_allreduce_time,
+                          fit_alpha_beta, FitReport, fit_report, NcclTable, load_nccl_table, check_nccl_table,
+                          canonical_collective, alpha_beta_time, COLLECTIVE_ALIASES, two_level_allreduce_time)
 
 # chapters 2 and 7: a real GPU cluster and what NCCL does on it
 from .gpu_cluster import (NETWORKS, NCCL_ALGORITHMS, NCCL_PROTOCOLS, Calibration, calibration, GpuCluster,
@@ -44,8 +47,83 @@ from .overlap import (Event, OverlapTimeline, overlap_timeline, overlap_speedup_
                       DDP_BUCKET_BYTES, DDP_FIRST_BUCKET_BYTES)
 from .measure_overlap import DDPComparison, compare_ddp, fit_allreduce, parse_json_line
 
-# shown numbers and notebook helpers
+# units, shown numbers and notebook helpers
+from .units import gbit_to_bytes_per_s, bytes_per_s_to_gbit
 from .fmt import Text, si, fmt_bytes, fmt_seconds, fmt_rate, fmt_flops, fmt_share
 from .notebook import glue, in_colab
+
+# The contract: what chapters, tests and outside checks call through `import distlib as dl`.
+# Keep every name and its meaning; where one moves, re-export it here under the same name.
+# It is ../shared/API.md's names (less those of Part IV not written yet: transformer, layout_step,
+# plan_layouts, pipeline_schedule, activation_bytes_per_layer) and every `dl.X` and `from distlib
+# import X` of the chapters (their code and prose), the book's pages and scripts/gpu_check.sh.
+# tests/test_layers.py checks that each is exported and that the chapters use no other.
+CONTRACT = (
+    # ../shared/API.md
+    "simulate_ring_allreduce", "ring_bytes_per_rank", "collective_time", "bus_bandwidth", "fit_alpha_beta",
+    "training_flops", "model_state_bytes", "accelerator", "topology", "overlap_timeline", "gpu_cluster",
+    "predict_busbw",
+    # the chapters, in the order they first call them
+    "glue", "ring_allreduce_time", "fmt_seconds", "cluster_step", "fmt_flops", "fmt_rate", "fmt_bytes",
+    "balance_tokens",
+    "optimizer_flops_share", "ADAM_UPDATE_FLOPS_PER_PARAM", "Text", "training_time", "RECIPES", "round_to_bf16",
+    "zero_state_bytes_per_gpu", "three_walls", "gradient_bytes", "walls", "max_params_to_fit", "min_gpus_to_fit",
+    "accelerators", "gradient_comm_bytes_per_gpu", "predict_time",
+    "ridge_point", "example_operations", "place", "measure_matmul_flops", "measure_memory_bandwidth",
+    "machine_roof", "attainable_flops", "roofline",
+    "topology_closed_form", "NDR_NIC_BANDWIDTH", "cost_coefficients", "crossing_ring_order", "ring_link_loads",
+    "p2p_time", "COLLECTIVES", "ALGORITHMS", "regime", "crossover_size", "DDP_BUCKET_BYTES", "bus_factor",
+    "in_network_allreduce_time", "algorithm_bandwidth", "published_results", "bandwidth_lower_bound", "predict",
+    "load_nccl_table", "check_nccl_table", "fit_report", "fastest_algorithm",
+    "fmt_share", "ALLREDUCE_ALGORITHMS",
+    "predict_table",
+    "overlap_speedup_bound", "no_backup", "layerwise_closed_form", "naive_layerwise_time", "layerwise_exact_time",
+    "bucket_gradients", "ddp_step", "gradient_profile", "bucket_sweep", "DDP_FIRST_BUCKET_BYTES", "compare_ddp",
+    "cg_iteration_time",
+    "collectives",
+)
+
+# Everything exported: the names imported above, and the model modules the chapters reach as
+# attributes (`dl.walls.NODE_NIC_BANDWIDTH`, `from distlib import roofline`).
+__all__ = [
+    "CONTRACT",
+    # modules
+    "walls", "roofline", "collectives",
+    # ring, cluster
+    "Transfer", "Step", "RingTrace", "chunk_bounds", "simulate_ring_allreduce", "ring_bytes_per_rank",
+    "StepTime", "cluster_step", "ring_allreduce_time", "balance_tokens",
+    # walls
+    "RECIPES", "ADAM_UPDATE_FLOPS_PER_PARAM", "FLOPS_PER_PARAM_TOKEN", "ZERO_STAGES", "ZeroStage", "zero_stage",
+    "StateBytes", "Walls", "training_flops", "model_state_bytes", "zero_state_bytes_per_gpu", "min_gpus_to_fit",
+    "max_params_to_fit", "training_time", "gradient_bytes", "gradient_comm_bytes_per_gpu", "gradient_comm_time",
+    "three_walls", "optimizer_flops_share", "round_to_bf16",
+    # hardware, roofline, measure
+    "Accelerator", "accelerator", "accelerators", "accelerator_names",
+    "Roof", "Operation", "Placement", "ridge_point", "attainable_flops", "place", "example_operations",
+    "Measurement", "measure_matmul_flops", "measure_memory_bandwidth", "machine_roof",
+    # topology
+    "TOPOLOGY_KINDS", "H100_NVLINK_BANDWIDTH", "NDR_NIC_BANDWIDTH", "Topology", "Metrics", "Bisection", "RingLoads",
+    "topology", "topology_closed_form", "ring_order", "crossing_ring_order", "ring_link_loads",
+    # collectives
+    "COLLECTIVES", "ALGORITHMS", "ALLREDUCE_ALGORITHMS", "TWO_LEVEL_ALGORITHMS", "p2p_time", "cost_coefficients",
+    "collective_time", "bandwidth_lower_bound", "fastest_algorithm", "crossover_size", "Regime", "regime",
+    "bus_factor", "bus_bandwidth", "algorithm_bandwidth", "in_network_allreduce_time", "fit_alpha_beta", "FitReport",
+    "fit_report", "NcclTable", "load_nccl_table", "check_nccl_table", "canonical_collective", "alpha_beta_time",
+    "COLLECTIVE_ALIASES", "two_level_allreduce_time",
+    # gpu_cluster
+    "NETWORKS", "NCCL_ALGORITHMS", "NCCL_PROTOCOLS", "Calibration", "calibration", "GpuCluster", "gpu_cluster",
+    "Candidate", "Prediction", "predict", "predict_busbw", "predict_time", "predict_table", "step_allreduce_time",
+    "PublishedResult", "published_results",
+    # overlap, measure_overlap
+    "Event", "OverlapTimeline", "overlap_timeline", "overlap_speedup_bound", "layerwise_closed_form",
+    "layerwise_exact_time", "naive_layerwise_time", "no_backup", "Bucket", "bucket_gradients", "DDPStep", "ddp_step",
+    "BucketSweep", "bucket_sweep", "bucket_timeline", "gradient_profile", "cg_iteration_time", "DDP_BUCKET_BYTES",
+    "DDP_FIRST_BUCKET_BYTES",
+    "DDPComparison", "compare_ddp", "fit_allreduce", "parse_json_line",
+    # units, fmt, notebook
+    "gbit_to_bytes_per_s", "bytes_per_s_to_gbit",
+    "Text", "si", "fmt_bytes", "fmt_seconds", "fmt_rate", "fmt_flops", "fmt_share",
+    "glue", "in_colab",
+]
 
 __version__ = "0.1.0"

@@ -1,19 +1,238 @@
-"""The model layer stays free of plotting and widgets (house style)."""
+"""The library's contract and its floors (house style).
+
+- The contract: ``distlib.CONTRACT`` names what chapters, tests and outside
+  checks call; each is exported, and the chapters call nothing else of the
+  top level.
+- The floors: data flows one way, models -> plots -> widgets, with the
+  engines and the programs that launch processes beside them. Checked by
+  reading every import of ``distlib/**/*.py`` (module level and inside
+  functions) with ``ast``, never by importing.
+- No import circle among distlib's modules.
+- One home per idea: the re-exports of a name that moved are the very object.
+"""
+
+from __future__ import annotations
 
 import ast
+import json
+import re
 import subprocess
 import sys
+import types
 from pathlib import Path
+
+import pytest
 
 import distlib
 
-MODEL_DIR = Path(distlib.__file__).parent
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE_DIR = Path(distlib.__file__).parent
 FORBIDDEN = {"matplotlib", "ipywidgets", "IPython"}
+
+#: The model layer: modules that compute (cost models, schedules, topologies, the hardware
+#: table, measurements of this machine's own NumPy, formatting). They launch nothing.
+MODEL_MODULES = {
+    "distlib", "distlib._check", "distlib.ring", "distlib.cluster", "distlib.walls", "distlib.hardware",
+    "distlib.roofline", "distlib.measure", "distlib.topology", "distlib.collectives", "distlib.gpu_cluster",
+    "distlib.overlap", "distlib.measure_overlap", "distlib.units", "distlib.fmt", "distlib.notebook",
+}
+#: Top-level modules that start processes (the benchmark CLI, the mini cluster): not models.
+LAUNCHERS = {"distlib.bench", "distlib.minicluster"}
+
+#: What a model module may not import: anything that launches, draws or wires controls.
+MODEL_MAY_NOT_IMPORT = ("distlib.engines", "distlib.bench", "distlib.minicluster", "distlib.widgets",
+                        "distlib.plots", "distlib.examples")
+#: What a plot module may not import: the benchmark CLI, engines, the mini cluster, widgets.
+PLOTS_MAY_NOT_IMPORT = ("distlib.engines", "distlib.bench", "distlib.minicluster", "distlib.widgets",
+                        "distlib.examples")
+
+#: Violations the scan finds today. The house issue removes them (another change restructures
+#: distlib/bench.py and distlib/minicluster.py); until then this set must be exactly what the scan
+#: finds: the test fails when a violation is added, and also when one is fixed and this set is not
+#: updated. ("plots", importer, imported), ("model", importer, imported) or ("cycle", *modules).
+KNOWN_VIOLATIONS = {
+    ("plots", "distlib.plots.bench", "distlib.bench"),  # BenchResult lives in the bench CLI module
+    ("cycle", "distlib.bench", "distlib.minicluster"),  # bench --nodes starts a mini cluster; race() runs bench
+}
+
+
+# --------------------------------------------------------------------------
+# The contract
+# --------------------------------------------------------------------------
+
+
+def test_every_contract_name_is_exported_and_in_all():
+    missing = [n for n in distlib.CONTRACT if not hasattr(distlib, n)]
+    assert not missing, f"CONTRACT names distlib does not have: {missing}"
+    assert not set(distlib.CONTRACT) - set(distlib.__all__), "CONTRACT names missing from __all__"
+    assert len(set(distlib.CONTRACT)) == len(distlib.CONTRACT), "a name twice in CONTRACT"
+    namespace = {}
+    exec("from distlib import *", namespace)
+    assert set(distlib.CONTRACT) <= set(namespace)
+
+
+def test_all_lists_exactly_what_distlib_exports():
+    assert len(set(distlib.__all__)) == len(distlib.__all__), "a name twice in __all__"
+    absent = [n for n in distlib.__all__ if not hasattr(distlib, n)]
+    assert not absent, f"in __all__ but not in distlib: {absent}"
+    # every public name the package binds, except the submodules bound as a side effect of importing them
+    bound = {n for n, v in vars(distlib).items() if not n.startswith("_") and not isinstance(v, types.ModuleType)}
+    assert bound - set(distlib.__all__) == set(), "exported but not listed in __all__"
+    modules = {n for n in distlib.__all__ if isinstance(getattr(distlib, n), types.ModuleType)}
+    assert modules <= set(distlib.CONTRACT), f"modules in __all__ that no chapter reaches: {modules}"
+
+
+def _chapter_texts():
+    for path in sorted((ROOT / "notebooks").glob("*.ipynb")):
+        for cell in json.loads(path.read_text())["cells"]:
+            yield path.name, "".join(cell["source"])
+    for path in sorted((ROOT / "book").glob("*.md")):
+        yield path.name, path.read_text()
+    yield "gpu_check.sh", (ROOT / "scripts" / "gpu_check.sh").read_text()
+
+
+def test_the_chapters_call_nothing_of_the_top_level_outside_the_contract():
+    used = {}
+    for where, text in _chapter_texts():
+        names = set(re.findall(r"\bdl\.([A-Za-z_]\w*)", text))
+        for imported in re.findall(r"^\s*from distlib import ([\w, ]+)", text, re.M):
+            names |= {part.split(" as ")[0].strip() for part in imported.split(",")}
+        for name in names - {"__file__"}:
+            used.setdefault(name, where)
+    outside = {name: where for name, where in used.items() if name not in distlib.CONTRACT}
+    assert not outside, f"add these to distlib.CONTRACT (name: first chapter using it): {outside}"
+    assert {"simulate_ring_allreduce", "walls", "roofline"} <= set(used)  # the scan sees code, prose, imports
+
+
+def test_api_contract_names_exist():
+    # ../shared/API.md: the names chapters, tests and outside checks call
+    for name in ["simulate_ring_allreduce", "ring_bytes_per_rank"]:
+        assert callable(getattr(distlib, name))
+
+
+# --------------------------------------------------------------------------
+# The floors: an import graph read with ast
+# --------------------------------------------------------------------------
+
+
+def _modules() -> dict:
+    """``{"distlib.x.y": path}`` for every module and package of distlib."""
+    out = {}
+    for path in sorted(PACKAGE_DIR.rglob("*.py")):
+        parts = path.relative_to(PACKAGE_DIR.parent).with_suffix("").parts
+        out[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return out
+
+
+MODULES = _modules()
+
+
+def _targets(module: str, path: Path, node) -> set:
+    """The distlib modules one import statement runs (the package itself when it is named)."""
+    if isinstance(node, ast.Import):
+        names = [alias.name for alias in node.names]
+    else:
+        if node.level:
+            package = module.split(".") if path.name == "__init__.py" else module.split(".")[:-1]
+            base = ".".join(package[: len(package) - node.level + 1] + ([node.module] if node.module else []))
+        else:
+            base = node.module or ""
+        names = [base] + [f"{base}.{alias.name}" for alias in node.names if f"{base}.{alias.name}" in MODULES]
+    out = set()
+    for name in names:
+        if name != "distlib" and not name.startswith("distlib."):
+            continue
+        while name not in MODULES:  # an attribute of a module (import a.b.c where c is a name)
+            name = name.rsplit(".", 1)[0]
+        if name != module:
+            out.add(name)
+    return out
+
+
+def import_graph() -> dict:
+    """``{module: {modules it imports}}``, module-level and function-level imports alike."""
+    graph = {}
+    for module, path in MODULES.items():
+        edges = set()
+        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                edges |= _targets(module, path, node)
+        graph[module] = edges
+    return graph
+
+
+def cycles(graph: dict) -> list:
+    """The strongly connected components of more than one module (Tarjan), each sorted."""
+    index, low, stack, on_stack, out = {}, {}, [], set(), []
+
+    def visit(v):
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                out.append(tuple(sorted(component)))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return sorted(out)
+
+
+def _inside(module: str, prefixes) -> bool:
+    return any(module == p or module.startswith(p + ".") for p in prefixes)
+
+
+def violations(graph: dict) -> set:
+    found = set()
+    for module, edges in graph.items():
+        if module in MODEL_MODULES:
+            found |= {("model", module, t) for t in edges if _inside(t, MODEL_MAY_NOT_IMPORT)}
+        if _inside(module, ("distlib.plots",)):
+            found |= {("plots", module, t) for t in edges if _inside(t, PLOTS_MAY_NOT_IMPORT)}
+    found |= {("cycle", *component) for component in cycles(graph)}
+    return found
+
+
+def test_the_scan_reads_imports_at_every_depth():
+    graph = import_graph()
+    assert "distlib.collectives" in graph["distlib.cluster"]  # module level
+    assert "distlib.gpu_cluster" in graph["distlib.walls"]  # only inside three_walls
+    assert "distlib.engines.comm" in graph["distlib.engines.algorithms"]  # relative, one level
+    assert "distlib.plots.pictures" in graph["distlib.plots"]  # from a package's own __init__
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [("a", "b", "c")]
+    assert violations({"distlib.ring": {"distlib.engines.launch"}}) == {
+        ("model", "distlib.ring", "distlib.engines.launch")}
+
+
+def test_every_top_level_module_is_a_model_or_a_launcher():
+    top = {m for m in MODULES if m.count(".") == 1 and MODULES[m].name != "__init__.py"} | {"distlib"}
+    assert top == MODEL_MODULES | LAUNCHERS, "put a new module in MODEL_MODULES or LAUNCHERS"
+
+
+def test_the_floors_hold_and_there_is_no_import_circle_but_the_known_ones():
+    found = violations(import_graph())
+    new, fixed = found - KNOWN_VIOLATIONS, KNOWN_VIOLATIONS - found
+    assert not new, f"new layer violations or import circles: {sorted(new)}"
+    assert not fixed, f"fixed (remove them from KNOWN_VIOLATIONS): {sorted(fixed)}"
 
 
 def test_model_modules_import_no_plotting_or_widgets():
     offenders = []
-    for path in sorted(MODEL_DIR.glob("*.py")):
+    for path in sorted(PACKAGE_DIR.glob("*.py")):
         tree = ast.parse(path.read_text())
         for node in ast.walk(tree):
             names = []
@@ -32,7 +251,105 @@ def test_importing_distlib_loads_neither_matplotlib_nor_ipywidgets():
     assert out == ""
 
 
-def test_api_contract_names_exist():
-    # ../shared/API.md: the names chapters, tests and outside checks call
-    for name in ["simulate_ring_allreduce", "ring_bytes_per_rank"]:
-        assert callable(getattr(distlib, name))
+# --------------------------------------------------------------------------
+# One home per idea
+# --------------------------------------------------------------------------
+
+
+def test_algorithm_names_have_one_home():
+    from distlib import collectives as C
+    from distlib.engines import algorithms as A
+    from distlib.plots import collectives as plot_collectives
+
+    assert A.ALLREDUCE_ALGORITHMS is C.ALLREDUCE_ALGORITHMS  # re-exported, not copied
+    assert set(C.ALGORITHMS) < set(C.ALLREDUCE_ALGORITHMS) < set(C.OWN_ALLREDUCE_ALGORITHMS)
+    assert set(C.TWO_LEVEL_ALGORITHMS) <= set(C.OWN_ALLREDUCE_ALGORITHMS)
+    assert set(C.ENGINE_SCATTER_GATHER_ALGORITHMS) - {"builtin"} <= set(C.ALGORITHMS)
+    # every algorithm a chapter plots has a colour and a label, and no other
+    assert set(plot_collectives.ALGORITHM_COLORS) == set(plot_collectives.ALGORITHM_LABELS) == set(
+        C.ALLREDUCE_ALGORITHMS)
+    from distlib.engines.comm import run_threads
+
+    with pytest.raises(ValueError, match="'hierarchical', 'builtin', 'auto'; got 'butterfly'"):
+        run_threads(lambda comm: A.allreduce(comm, [1.0], algorithm="butterfly"), 1)
+
+
+def test_the_top_level_exports_the_one_homes_themselves():
+    from distlib import units, walls
+    from distlib.engines import algorithms
+
+    assert distlib.ALLREDUCE_ALGORITHMS is algorithms.ALLREDUCE_ALGORITHMS
+    assert distlib.gbit_to_bytes_per_s is units.gbit_to_bytes_per_s
+    assert distlib.training_flops is walls.training_flops and distlib.zero_stage is walls.zero_stage
+
+
+#: Where each idea lives. Every other spelling of it in code is a copy.
+HOMES = {"Gbit/s -> bytes/s": "distlib/units.py", "6 N D": "distlib/walls.py",
+         "algorithm names": "distlib/collectives.py"}
+
+#: Copies left in files this change could not touch; the house issue replaces them with the home.
+#: Exactly these: the test fails on a new copy, and on a copy removed but still listed here.
+KNOWN_COPIES = {
+    ("Gbit/s -> bytes/s", "distlib/minicluster.py"),  # LinkRace.link_bandwidth: link_gbit * 1e9 / 8
+    ("Gbit/s -> bytes/s", "distlib/widgets/minicluster.py"),  # the default link and the slider's grid
+    ("algorithm names", "distlib/minicluster.py"),  # race()'s list of choices
+    ("algorithm names", "distlib/examples/mpi_train.py"),  # --algorithm's choices
+}
+
+
+def _number(node, value=None):
+    ok = isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool)
+    return ok and (value is None or node.value == value)
+
+
+def _giga(node):
+    """A literal count of bits in Gbit/s: 1e9, 400e9, ..."""
+    return _number(node) and node.value >= 1e9 and node.value % 1e9 == 0
+
+
+def copies_in(tree) -> set:
+    """The ideas this module spells out itself (in code, f-strings included; not in docstrings)."""
+    from distlib.collectives import ENGINE_ALLREDUCE_ALGORITHMS
+
+    names = set(ENGINE_ALLREDUCE_ALGORITHMS)
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.BinOp):
+            left, right = node.left, node.right
+            if isinstance(node.op, ast.Div) and _number(right, 8) and (
+                    _giga(left) or (isinstance(left, ast.BinOp) and isinstance(left.op, ast.Mult)
+                                    and (_giga(left.left) or _giga(left.right)))):
+                found.add("Gbit/s -> bytes/s")  # x * 1e9 / 8, 400e9 / 8
+            if isinstance(node.op, ast.Div) and _giga(right) and isinstance(left, ast.BinOp) and (
+                    _number(left.left, 8) or _number(left.right, 8)):
+                found.add("Gbit/s -> bytes/s")  # b * 8 / 1e9
+            if isinstance(node.op, ast.Mult) and (_number(left, 6) or _number(right, 6)):
+                found.add("6 N D")
+        if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+            strings = {e.value for e in node.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)}
+            # a list of the names, not a pair picked to compare (("builtin", "ring")) nor NCCL's own
+            # (gpu_cluster.NCCL_ALGORITHMS shares two: ring and tree)
+            if len(strings & names) >= 3:
+                found.add("algorithm names")
+    return found
+
+
+def test_each_idea_is_spelled_out_only_in_its_home():
+    found = set()
+    for path in sorted(PACKAGE_DIR.rglob("*.py")):
+        rel = path.relative_to(ROOT).as_posix()
+        found |= {(idea, rel) for idea in copies_in(ast.parse(path.read_text())) if HOMES[idea] != rel}
+    new, fixed = found - KNOWN_COPIES, KNOWN_COPIES - found
+    assert not new, f"ask the idea's home ({HOMES}) instead: {sorted(new)}"
+    assert not fixed, f"copies gone (remove them from KNOWN_COPIES): {sorted(fixed)}"
+
+
+@pytest.mark.parametrize("source, idea", [
+    ("rate = link_gbit * 1e9 / 8", "Gbit/s -> bytes/s"), ("NIC = 400e9 / 8", "Gbit/s -> bytes/s"),
+    ("f'{b * 8 / 1e9:g} Gbit/s'", "Gbit/s -> bytes/s"), ("flops = 6.0 * params * tokens", "6 N D"),
+    ("def f(a=['ring', 'tree', 'halving_doubling', 'hierarchical']): pass", "algorithm names"),
+])
+def test_the_copy_scan_sees_each_spelling(source, idea):
+    assert copies_in(ast.parse(source)) == {idea}
+    also_fine = "NCCL = ('ring', 'tree', 'nvls'); pair = ('builtin', 'ring'); x = 5 / 6 * y; z = 8 * gbit(400)"
+    assert copies_in(ast.parse(also_fine)) == set()
