@@ -8,7 +8,8 @@
   reading every import of ``distlib/**/*.py`` (module level and inside
   functions) with ``ast``, never by importing.
 - No import circle among distlib's modules.
-- One home per idea: the re-exports of a name that moved are the very object.
+- One home per idea: each idea spelled out in one module; the top level exports that very object.
+- CONTRIBUTING.md names only paths that exist, and nothing outside the repository.
 """
 
 from __future__ import annotations
@@ -247,7 +248,8 @@ def test_model_modules_import_no_plotting_or_widgets():
 def test_importing_distlib_loads_neither_matplotlib_nor_ipywidgets():
     code = ("import sys, distlib; bad = [m for m in ('matplotlib', 'ipywidgets') if m in sys.modules]; "
             "print(','.join(bad))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         timeout=120).stdout.strip()
     assert out == ""
 
 
@@ -353,3 +355,40 @@ def test_the_copy_scan_sees_each_spelling(source, idea):
     assert copies_in(ast.parse(source)) == {idea}
     also_fine = "NCCL = ('ring', 'tree', 'nvls'); pair = ('builtin', 'ring'); x = 5 / 6 * y; z = 8 * gbit(400)"
     assert copies_in(ast.parse(also_fine)) == set()
+
+
+# --------------------------------------------------------------------------
+# CONTRIBUTING.md
+# --------------------------------------------------------------------------
+
+#: Made by set-up and builds, never committed: a path under them is not checked.
+_MADE = {".venv", ".venv-colab", "_build", "dist"}
+#: A repository path in backquotes starts with one of the repository's top-level names (or is a
+#: top-level file such as `_toc.yml`).
+_TOP = {p.name for p in ROOT.iterdir() if not p.name.startswith(".")} | _MADE
+
+
+def contributing_paths() -> list:
+    text = (ROOT / "CONTRIBUTING.md").read_text()
+    out = []
+    for span in re.findall(r"`([^`\n]+)`", text):
+        for word in span.split():
+            word = word.strip("()[],;:'\"")
+            first = word.split("/")[0]
+            if re.search(r"[<>*{}$]|NN", word):  # a pattern such as tests/test_<module>.py
+                continue
+            if ("/" in word and first in _TOP) or re.fullmatch(r"[\w.-]+\.(txt|toml|yml|yaml|md|cff|bib)", word):
+                out.append(word)
+    return out
+
+
+def test_every_repository_path_contributing_names_exists():
+    paths = contributing_paths()
+    assert len(paths) > 30  # the scan finds the paths it is meant to check
+    missing = [p for p in paths if p.split("/")[0] not in _MADE and not (ROOT / p.rstrip("/")).exists()]
+    assert not missing, f"CONTRIBUTING.md names paths that do not exist: {missing}"
+
+
+def test_contributing_points_nowhere_outside_the_repository():
+    text = (ROOT / "CONTRIBUTING.md").read_text()
+    assert "../" not in text
