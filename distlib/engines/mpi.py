@@ -20,6 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from .comm import Comm, Request, check_op
+from .progress import in_comm
 
 __all__ = ["MPIComm", "world", "import_mpi"]
 
@@ -41,6 +42,7 @@ class _MPIRequest(Request):
     def __init__(self, req):
         self.req = req
 
+    @in_comm("wait")
     def wait(self) -> None:
         self.req.Wait()
 
@@ -57,9 +59,11 @@ class MPIComm(Comm):
         self.size = self.mpi_comm.Get_size()
         self._ops = {"sum": self.MPI.SUM, "max": self.MPI.MAX, "min": self.MPI.MIN}
 
+    @in_comm("send")
     def send(self, buf, dest, *, tag=0):
         self.mpi_comm.Send(buf, dest=dest, tag=tag)
 
+    @in_comm("recv")
     def recv(self, buf, source, *, tag=0):
         self.mpi_comm.Recv(buf, source=source, tag=tag)
 
@@ -69,6 +73,7 @@ class MPIComm(Comm):
     def irecv(self, buf, source, *, tag=0):
         return _MPIRequest(self.mpi_comm.Irecv(buf, source=source, tag=tag))
 
+    @in_comm("sendrecv")
     def sendrecv(self, sendbuf, dest, recvbuf, source, *, tag=0):
         # MPI_Sendrecv is the deadlock-free exchange; empty halves become
         # zero-length messages, which both ends agree on.
@@ -78,27 +83,33 @@ class MPIComm(Comm):
             recvbuf = sendbuf[:0]
         self.mpi_comm.Sendrecv(sendbuf, dest, tag, recvbuf, source, tag)
 
+    @in_comm("barrier")
     def barrier(self):
         self.mpi_comm.Barrier()
 
+    @in_comm("allreduce")
     def allreduce(self, buf, *, op="sum"):
         x = self.flat(buf)
         if len(x):
             self.mpi_comm.Allreduce(self.MPI.IN_PLACE, x, op=self._ops[check_op(op)])
         return buf
 
+    @in_comm("bcast_object")
     def bcast_object(self, obj, *, root=0):
         return self.mpi_comm.bcast(obj, root=root)
 
+    @in_comm("allgather_object")
     def allgather_object(self, obj):
         return self.mpi_comm.allgather(obj)
 
+    @in_comm("reduce_scatter")
     def builtin_reduce_scatter(self, buf, counts, *, op="sum"):
         x = self.flat(buf)
         out = np.empty(counts[self.rank], dtype=x.dtype)
         self.mpi_comm.Reduce_scatter(x, out, recvcounts=list(counts), op=self._ops[check_op(op)])
         return out
 
+    @in_comm("allgather")
     def builtin_allgather(self, buf, counts):
         x = self.flat(buf)
         out = np.empty(int(sum(counts)), dtype=x.dtype)

@@ -11,9 +11,27 @@ rank, node and process id, and what it is doing (the last :func:`note`, e.g.
 MPI or gloo (both release Python's GIL there), so a long collective keeps
 beating and long runs stay allowed; a stopped or wedged process does not.
 
-The launcher's :class:`Watchdog` reads the files while it waits. When one
-rank's heartbeat is older than ``stall`` seconds it ends the run and says
-which rank, on which node, doing what. The files live in a folder the
+Each rank also says *where it is*: the communicator layer marks every
+blocking call (:func:`in_comm`: a send, a receive, a collective, a wait),
+so the heartbeat carries which call the rank is in, its number, and how
+long the rank has waited in it.
+
+The launcher's :class:`Watchdog` reads the files while it waits, and ends
+the run with a :class:`Stall` (typed: which rank, which node, doing what) in
+two cases. A rank whose *process is stopped* (``SIGSTOP``, a debugger) and
+has not beaten for ``stall`` seconds. And a rank that *falls behind*: its
+peers have waited ``behind`` seconds in a communication call while it is in
+none (stuck in Python, or in a long step the others cannot pass without it),
+as NCCL's watchdog names the rank that falls out of step. A rank whose
+heartbeat is late but whose process runs (one long call that holds Python's
+lock, a big allocation) is never called stopped for that alone: a long
+compute step is allowed.
+
+Every rank is also tied to its launcher: it ends itself (``SIGKILL``) when
+the launcher's process is gone, even after a ``SIGKILL`` of the launcher,
+which no clean-up code sees; on Linux it also asks the kernel for
+``SIGKILL`` when its parent dies (``PR_SET_PDEATHSIG``), which reaches even
+a stopped rank. The files live in a folder the
 launcher makes (``$DISTLIB_PROGRESS_DIR``); a rank started any other way
 (``mpiexec`` by hand) has no such variable and keeps no heartbeat.
 """
@@ -22,13 +40,16 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import socket
+import sys
 import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["BEAT", "DEFAULT_STALL", "note", "start", "Beat", "Watchdog"]
+__all__ = ["BEAT", "DEFAULT_STALL", "DEFAULT_BEHIND", "note", "in_comm", "start", "Beat", "Stall", "Watchdog",
+           "launcher_tag", "tie_to_parent"]
 
 BEAT = 0.5
 """Seconds between heartbeats."""
@@ -38,9 +59,95 @@ DEFAULT_STALL = float(os.environ.get("DISTLIB_STALL", "15"))
 
 ``$DISTLIB_STALL`` changes it for every launcher in a process (the tests use 4 s)."""
 
+DEFAULT_BEHIND = float(os.environ.get("DISTLIB_BEHIND", "20"))
+"""Seconds a rank's peers may wait in a communication call while it is in none, before it is named as behind.
+
+``$DISTLIB_BEHIND`` changes it (the tests use 4 s)."""
+
 _ENV_DIR = "DISTLIB_PROGRESS_DIR"
-_state = {"doing": "starting", "calls": 0}
+LAUNCHER_VAR = "DISTLIB_LAUNCHER"
+_state = {"doing": "starting", "calls": 0, "comm": None, "comm_calls": 0}
 _thread: list = []
+
+
+def in_comm(what: str):
+    """Decorator for a communicator's blocking method: the heartbeat says the rank waits in ``what``.
+
+    Two dictionary stores per call (no clock, no formatting): the heartbeat
+    thread times the wait itself, from the call number it sees unchanged.
+    """
+
+    def wrap(method):
+        def inner(*args, **kwargs):
+            _state["comm_calls"] += 1
+            _state["comm"] = what
+            try:
+                return method(*args, **kwargs)
+            finally:
+                _state["comm"] = None
+
+        inner.__name__, inner.__qualname__, inner.__doc__ = method.__name__, method.__qualname__, method.__doc__
+        inner.__wrapped__ = method
+        return inner
+
+    return wrap
+
+
+def _start_ticks(pid: int) -> str | None:
+    """A process's start time in clock ticks since boot (Linux), to tell it from a later process with its pid."""
+    try:
+        return (_PROC / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return None
+
+
+def launcher_tag(pid: int | None = None) -> str:
+    """``"pid:start"`` of the launcher (this process by default), for the ranks' ``$DISTLIB_LAUNCHER``."""
+    pid = os.getpid() if pid is None else pid
+    return f"{pid}:{_start_ticks(pid) or ''}"
+
+
+def _launcher_alive(tag: str) -> bool:
+    pid_text, _, ticks = tag.partition(":")
+    try:
+        pid = int(pid_text)
+    except ValueError:
+        return True  # a tag this module did not write: claim nothing
+    if _PROC.is_dir():
+        now = _start_ticks(pid)
+        return now is not None and (not ticks or now == ticks) and _process_state(pid) != "gone"
+    return _process_state(pid) != "gone"
+
+
+_libc = []
+
+
+def _prctl():
+    """libc's ``prctl`` (Linux), or ``None``; loaded once. A launcher calls this before it forks, so that the
+    child's :func:`tie_to_parent` in ``preexec_fn`` only calls it."""
+    if not _libc:
+        prctl = None
+        if sys.platform.startswith("linux"):
+            import ctypes
+
+            try:
+                prctl = ctypes.CDLL(None, use_errno=True).prctl
+            except (OSError, AttributeError):  # pragma: no cover - a libc without prctl
+                prctl = None
+        _libc.append(prctl)
+    return _libc[0]
+
+
+def tie_to_parent() -> bool:
+    """Ask Linux to ``SIGKILL`` this process when its parent dies (``PR_SET_PDEATHSIG``); ``False`` elsewhere.
+
+    Safe in a ``preexec_fn`` (after ``fork``, before ``exec``) once :func:`_prctl` has been called in the parent.
+    """
+    prctl = _prctl()
+    if prctl is None:
+        return False
+    PR_SET_PDEATHSIG = 1
+    return prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0) == 0
 
 
 def note(doing: str) -> None:
@@ -72,14 +179,29 @@ def start(rank=None) -> bool:
     path = Path(folder) / f"rank{rank}.json"
     node = socket.gethostname()  # each node of a mini cluster has its own
     pid = os.getpid()
+    launcher = os.environ.get(LAUNCHER_VAR)
+    if launcher and "TORCHELASTIC_RUN_ID" not in os.environ:
+        # The parent is the launcher, Hydra's proxy or the node's entry: when it dies, so does this rank.
+        # (Not under torchrun, whose agent may start ranks from a thread that ends before they do.)
+        tie_to_parent()
 
     main = threading.main_thread()
 
     def beat():
         tmp = path.with_suffix(".tmp")
+        seen, since = None, 0.0  # the communication call last seen, and since when
         while main.is_alive():  # stop with the program: never hold up the interpreter's exit
-            record = {"rank": rank, "node": node, "pid": pid, "time": time.time(), "doing": _state["doing"],
-                      "calls": _state["calls"]}  # fmt: skip
+            if launcher and not _launcher_alive(launcher):
+                os.kill(pid, signal.SIGKILL)  # the run is over: nobody is left to read this rank
+            now = time.time()
+            call, comm = _state["comm_calls"], _state["comm"]
+            if comm is None:
+                seen = None
+            elif seen != call:
+                seen, since = call, now
+            record = {"rank": rank, "node": node, "pid": pid, "time": now, "doing": _state["doing"],
+                      "calls": _state["calls"], "comm": comm, "comm_call": call,
+                      "waited": 0.0 if comm is None else now - since}  # fmt: skip
             try:
                 tmp.write_text(json.dumps(record))
                 os.replace(tmp, path)
@@ -131,6 +253,12 @@ class Beat:
     time: float
     doing: str
     calls: int
+    comm: str | None = None
+    """The communication call the rank waits in (``"allreduce"``, ``"sendrecv"``...), or ``None``."""
+    comm_call: int = 0
+    """How many communication calls the rank has entered (the current one included)."""
+    waited: float = 0.0
+    """Seconds it has waited in the current one, when it beat."""
 
     @property
     def age(self) -> float:
@@ -140,10 +268,31 @@ class Beat:
         """``"stopped"``, ``"gone"`` or ``"running"``: from ``/proc`` on Linux, from psutil elsewhere (macOS)."""
         return _process_state(self.pid)
 
-    def describe(self) -> str:
-        how = {"stopped": " (its process is stopped, e.g. by SIGSTOP)", "gone": " (its process has exited)"}
-        return (f"rank {self.rank} on node {self.node} stopped making progress: no heartbeat for {self.age:.1f} s"
-                f"{how.get(self.process_state(), '')}; it was in {self.doing} (progress note {self.calls})")  # fmt: skip
+    def where(self) -> str:
+        """Where the rank is, in words: its communication call, or what it last noted."""
+        if self.comm is not None:
+            return (f"waiting in {self.comm} (communication call {self.comm_call}) for {self.waited + self.age:.1f} s, "
+                    f"during: {self.doing}")
+        return f"in no communication call (after call {self.comm_call}); it last noted: {self.doing}"
+
+
+@dataclass
+class Stall:
+    """Why the watchdog (or a mini cluster's health check) ended a run: typed, and in words.
+
+    ``kind`` is ``"stopped"`` (a rank's process is stopped), ``"behind"``
+    (its peers waited on it in a communication call) or ``"node"`` (a node
+    or its link was lost). ``rank`` and ``node`` name it where known.
+    """
+
+    kind: str
+    message: str
+    rank: int | None = None
+    node: str | None = None
+    doing: str | None = None
+
+    def __str__(self) -> str:
+        return self.message
 
 
 class Watchdog:
@@ -154,15 +303,19 @@ class Watchdog:
     folder : path
         Where the ranks write (``$DISTLIB_PROGRESS_DIR`` in their environment).
     stall : float
-        Seconds without a heartbeat before a rank counts as stopped (> 2 beats).
+        Seconds without a heartbeat before a *stopped* rank is named (> 2 beats).
+    behind : float
+        Seconds a rank's peers may wait in a communication call while it is in
+        none, before it is named as behind (:data:`DEFAULT_BEHIND`).
     """
 
-    def __init__(self, folder, *, stall: float = DEFAULT_STALL):
+    def __init__(self, folder, *, stall: float = DEFAULT_STALL, behind: float | None = None):
         from .._check import check_real
 
         self.folder = Path(folder)
         self.folder.mkdir(parents=True, exist_ok=True)
         self.stall = check_real("stall", stall, minimum=4 * BEAT)
+        self.behind = check_real("behind", DEFAULT_BEHIND if behind is None else behind, minimum=4 * BEAT)
 
     @property
     def env(self) -> dict:
@@ -178,12 +331,29 @@ class Watchdog:
                 continue  # being replaced right now
         return sorted(out, key=lambda b: b.rank)
 
-    def check(self) -> str | None:
-        """A sentence naming the first stopped rank, or ``None`` while every rank beats."""
+    def check(self) -> Stall | None:
+        """The first stopped rank, or the rank its peers wait on; ``None`` while the run makes progress."""
         # A rank whose process has exited is the launcher's business (an exit
-        # status, Hydra's report); here only ranks that are there but silent.
-        late = [b for b in self.beats() if b.age > self.stall and b.process_state() != "gone"]
-        return late[0].describe() if late else None
+        # status, Hydra's report); here only ranks that are there but do not move.
+        beats = [b for b in self.beats() if b.process_state() != "gone"]
+        for b in beats:
+            if b.age > self.stall and b.process_state() == "stopped":
+                return Stall("stopped", f"rank {b.rank} on node {b.node} stopped making progress: its process is "
+                             f"stopped (e.g. by SIGSTOP) and has sent no heartbeat for {b.age:.1f} s; it was "
+                             f"{b.where()}", b.rank, b.node, b.doing)  # fmt: skip
+        waiting = [b for b in beats if b.comm is not None and b.waited + b.age > self.behind]
+        if not waiting:
+            return None
+        idle = [b for b in beats if b.comm is None]
+        if not idle:
+            return None  # every rank is in a call: a slow collective or a lost link (the cluster's check)
+        lag = min(idle, key=lambda b: (b.comm_call, b.rank))
+        late = f"; its heartbeat is {lag.age:.1f} s old (a long call that holds Python's lock?)" if lag.age > 2 else ""
+        peers = ", ".join(str(b.rank) for b in waiting)
+        longest = max(waiting, key=lambda b: b.waited + b.age)
+        return Stall("behind", f"rank {lag.rank} on node {lag.node} fell behind: rank(s) {peers} waited "
+                     f"{longest.waited + longest.age:.1f} s in {longest.comm} (call {longest.comm_call}) while it "
+                     f"was {lag.where()}{late}", lag.rank, lag.node, lag.doing)  # fmt: skip
 
     def gone(self) -> list:
         """Heartbeats of ranks whose process no longer exists (to name who died, and where)."""

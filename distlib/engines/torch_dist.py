@@ -22,6 +22,7 @@ import os
 
 from .._check import check_choice, check_real
 from .comm import Comm, Request, check_op
+from .progress import in_comm
 
 __all__ = ["TorchComm", "init", "world", "import_torch", "cuda_available", "BACKENDS"]
 
@@ -111,6 +112,7 @@ class _Work(Request):
         self.works = works
         self.after = after
 
+    @in_comm("wait")
     def wait(self) -> None:
         for w in self.works:
             w.wait()
@@ -144,9 +146,11 @@ class TorchComm(Comm):
         # gloo moves CPU tensors only; CUDA tensors go through a host copy.
         return self.engine != "nccl" and buf.is_cuda
 
+    @in_comm("send")
     def send(self, buf, dest, *, tag=0):
         self.isend(buf, dest, tag=tag).wait()
 
+    @in_comm("recv")
     def recv(self, buf, source, *, tag=0):
         self.irecv(buf, source, tag=tag).wait()
 
@@ -165,6 +169,7 @@ class TorchComm(Comm):
             return _Work([self.dist.irecv(host, source, tag=tag)], after=lambda: buf.copy_(host))
         return _Work([self.dist.irecv(buf, source, tag=tag)])
 
+    @in_comm("sendrecv")
     def sendrecv(self, sendbuf, dest, recvbuf, source, *, tag=0):
         if self.engine != "nccl":
             return super().sendrecv(sendbuf, dest, recvbuf, source, tag=tag)
@@ -180,23 +185,27 @@ class TorchComm(Comm):
                 w.wait()
 
     # -- built-ins --------------------------------------------------------------
+    @in_comm("barrier")
     def barrier(self):
         if self.engine == "nccl":
             self.dist.barrier(device_ids=[self.device.index])
         else:
             self.dist.barrier()
 
+    @in_comm("allreduce")
     def allreduce(self, buf, *, op="sum"):
         x = self.flat(buf)
         if x.numel():
             self.dist.all_reduce(x, op=self._ops[check_op(op)])
         return buf
 
+    @in_comm("bcast_object")
     def bcast_object(self, obj, *, root=0):
         box = [obj]
         self.dist.broadcast_object_list(box, src=root)
         return box[0]
 
+    @in_comm("allgather_object")
     def allgather_object(self, obj):
         out = [None] * self.size
         self.dist.all_gather_object(out, obj)
@@ -207,6 +216,7 @@ class TorchComm(Comm):
         padded[: x.numel()] = x
         return padded
 
+    @in_comm("allgather")
     def builtin_allgather(self, buf, counts):
         x = self.flat(buf)
         width = max(max(counts), 1)
@@ -214,6 +224,7 @@ class TorchComm(Comm):
         self.dist.all_gather(pieces, self._padded(x, width))
         return self.torch.cat([piece[:c] for piece, c in zip(pieces, counts)])
 
+    @in_comm("reduce_scatter")
     def builtin_reduce_scatter(self, buf, counts, *, op="sum"):
         if self.engine != "nccl":
             raise NotImplementedError("gloo has no reduce-scatter in torch.distributed")

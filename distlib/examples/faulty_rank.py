@@ -8,6 +8,10 @@ others enter a second all-reduce that can never complete::
     exit0    leave quietly with status 0
     exit1    leave with status 1
     hang     sleep forever (a stuck data loader, a livelock)
+    spin     loop forever in Python (a rank stuck in its own code: its
+             heartbeat thread still beats, but it never reaches the next
+             collective)
+    stop     SIGSTOP itself (as a debugger or ``kill -STOP`` would)
     none     behave (the run completes)
 
 Under MPI (``python -m mpi4py`` turns the exception into ``MPI_Abort``;
@@ -31,7 +35,7 @@ import time
 
 import numpy as np
 
-MODES = ("kill", "raise", "exit0", "exit1", "hang", "none")
+MODES = ("kill", "raise", "exit0", "exit1", "hang", "spin", "stop", "none")
 
 
 def misbehave(mode: str) -> None:
@@ -47,6 +51,12 @@ def misbehave(mode: str) -> None:
     elif mode == "hang":
         while True:
             time.sleep(1)
+    elif mode == "spin":
+        n = 0
+        while True:
+            n += 1
+    elif mode == "stop":
+        os.kill(os.getpid(), signal.SIGSTOP)
 
 
 def main(argv=None) -> None:
