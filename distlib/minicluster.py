@@ -226,6 +226,7 @@ class MiniCluster:
         self._made: list = []
         self._closed = False
         self._lock = threading.Lock()
+        self._traffic: dict = {}  # port -> [(time, packets from the node, packets to it)], for health()
         try:
             self._build()
         except BaseException:
@@ -342,16 +343,70 @@ class MiniCluster:
         node = self.node(which)
         self._sh(self._ip, "-n", self.switch, "link", "set", node.port, "down")
 
-    def health(self) -> str | None:
-        """``None`` while every node is reachable, else a sentence naming the node that is not."""
+    def health(self):
+        """``None`` while every node is reachable, else a :class:`~distlib.engines.progress.Stall` naming the node
+        that is not (``kind="node"``)."""
+        from .engines.progress import Stall
+
         if self._closed:
-            return "the mini cluster has been removed"
+            return Stall("node", "the mini cluster has been removed")
+        ports = self._switch_ports()
         for node in self.nodes:
             if not (_NETNS_DIR / node.netns).exists():
-                return f"node {node.hostname} is gone (its network namespace {node.netns} was removed)"
-            state = self._sh(self._ip, "-n", self.switch, "-o", "link", "show", node.port, check=False)
+                return Stall("node", f"node {node.hostname} is gone (its network namespace {node.netns} was removed)",
+                             node=node.hostname)  # fmt: skip
+            state = ports.get(node.port, ("", 0, 0))[0]
             if not state or "state DOWN" in state or ",UP" not in state.replace("<UP", ",UP"):
-                return f"node {node.hostname}'s link is down: it is cut off from the other nodes"
+                return Stall("node", f"node {node.hostname}'s link is down: it is cut off from the other nodes",
+                             node=node.hostname)  # fmt: skip
+            if " master " not in state:
+                return Stall("node", f"node {node.hostname}'s link is up but joined to no switch: nothing it sends "
+                             "reaches the other nodes", node=node.hostname)  # fmt: skip
+        return self._traffic_check(ports)
+
+    # How long a node may send with nothing coming back before its link counts as dead.
+    TRAFFIC_WINDOW = 4.0
+    TRAFFIC_PACKETS = 4
+
+    def _switch_ports(self) -> dict:
+        """``{port: (its line of `ip -o link`, packets from the node, packets to the node)}``, one ``ip`` call."""
+        out = self._sh(self._ip, "-n", self.switch, "-s", "-o", "link", "show", check=False)
+        ports = {}
+        for line in out.splitlines():
+            m = re.match(r"\d+: ([^:@\s]+)", line)
+            rx = re.search(r"RX:[^\\]*\\\s+\d+\s+(\d+)", line)
+            tx = re.search(r"TX:[^\\]*\\\s+\d+\s+(\d+)", line)
+            if m:
+                ports[m.group(1)] = (line, int(rx.group(1)) if rx else 0, int(tx.group(1)) if tx else 0)
+        return ports
+
+    def _traffic_check(self, ports: dict):
+        """A link that is up but carries nothing *to* its node: by the switch port's packet counters.
+
+        Over the last :attr:`TRAFFIC_WINDOW` seconds the node sent
+        :attr:`TRAFFIC_PACKETS` or more packets (TCP retransmits, ARP requests)
+        and got none back: in a cluster of two or more nodes that never
+        happens on a working link (every peer answers, and the switch floods
+        every multicast to every port).
+        """
+        from .engines.progress import Stall
+
+        if self.n_nodes < 2:
+            return None
+        now = time.monotonic()
+        history = self._traffic
+        for node in self.nodes:
+            if node.port not in ports:
+                continue
+            _, sent, got = ports[node.port]
+            samples = history.setdefault(node.port, [])
+            samples.append((now, sent, got))
+            while len(samples) > 2 and now - samples[1][0] >= self.TRAFFIC_WINDOW:
+                samples.pop(0)
+            t0, sent0, got0 = samples[0]
+            if now - t0 >= self.TRAFFIC_WINDOW and sent - sent0 >= self.TRAFFIC_PACKETS and got == got0:
+                return Stall("node", f"node {node.hostname}'s link is up but dead: in {now - t0:.1f} s it sent "
+                             f"{sent - sent0} packets and received none", node=node.hostname)  # fmt: skip
         return None
 
     def node_of_pid(self, pid: int) -> str | None:

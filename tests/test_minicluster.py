@@ -167,6 +167,38 @@ def test_nodes_have_names_addresses_and_a_throttled_link_and_leave_nothing():
 
 
 @needs_cluster
+@pytest.mark.parametrize("fault", ["detached", "silent"])
+def test_a_link_that_stays_up_but_carries_nothing_is_named(fault):
+    """A node's link whose interfaces stay up: its switch port taken off the bridge, or the bridge left
+    forwarding nothing to it (no flooding, no learned address). Link state says UP either way; health()
+    names the node, by bridge membership or by traffic (it sends, nothing comes back)."""
+    talker = ("import socket, time\nwhile True:\n    s = socket.socket(); s.settimeout(0.5)\n"
+              "    try: s.connect(('node0', 9))\n    except OSError: pass\n    time.sleep(0.2)\n")  # fmt: skip
+    with mini_cluster(2, link_gbit=1) as cluster:
+        proc = subprocess.Popen([*cluster.prefix(1), sys.executable, "-c", talker])
+        try:
+            time.sleep(1)
+            assert cluster.health() is None
+            port = cluster.nodes[1].port
+            change = (["nomaster"] if fault == "detached" else
+                      ["type", "bridge_slave", "learning", "off", "flood", "off", "mcast_flood", "off",
+                       "bcast_flood", "off", "fdb_flush"])  # fmt: skip
+            subprocess.run(["ip", "-n", cluster.switch, "link", "set", "dev", port, *change], check=True)
+            assert "state UP" in subprocess.run(["ip", "-n", cluster.switch, "-o", "link", "show", port],
+                                                capture_output=True, text=True).stdout  # fmt: skip
+            t0, found = time.monotonic(), None
+            while time.monotonic() - t0 < 30 and found is None:
+                found = cluster.health()
+                time.sleep(0.5)
+            assert found is not None, "a dead link that stays up went unnoticed for 30 s"
+            assert (found.kind, found.node) == ("node", "node1"), found
+            assert ("joined to no switch" if fault == "detached" else "sent") in str(found), found
+        finally:
+            proc.kill()
+            proc.wait(timeout=10)
+
+
+@needs_cluster
 def test_sigterm_removes_the_cluster():
     code = ("import os, time, sys\nfrom distlib.minicluster import mini_cluster\n"
             "with mini_cluster(2):\n    print('up', flush=True)\n    time.sleep(60)\n")  # fmt: skip

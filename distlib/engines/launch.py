@@ -67,12 +67,13 @@ import tempfile
 import threading
 import time
 import uuid
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from .._check import check_choice, check_int, check_real
 from ._isolate import cma_available, network_prefix
-from .progress import DEFAULT_STALL, Watchdog
+from .progress import DEFAULT_STALL, LAUNCHER_VAR, Stall, Watchdog, _prctl, launcher_tag, tie_to_parent
 
 __all__ = [
     "RunResult",
@@ -88,6 +89,10 @@ __all__ = [
     "PrivateNetworkUnavailable",
     "find_mpiexec",
     "stray_processes",
+    "RunInterrupted",
+    "EXIT_STATUS",
+    "exit_status",
+    "failure_report",
 ]
 
 RUN_ID_VAR = "DISTLIB_RUN_ID"
@@ -146,6 +151,9 @@ class RunResult:
     """Rank -> hostname of the node it ran on (runs with a heartbeat; see :mod:`~distlib.engines.progress`)."""
     ended: dict = field(default_factory=dict)
     """Rank -> how it failed, in its own words (MPI runs), first failure first: a traceback or ``"exit status N"``."""
+    gone: list = field(default_factory=list)
+    """Ranks whose processes had already exited when the launcher saw the run fail (MPI runs, by their heartbeats):
+    who died first, where no rank left a note (a ``SIGKILL``)."""
 
     @property
     def p(self) -> int:
@@ -194,9 +202,73 @@ class RunStalled(RunTimeout):
     ``.rank`` and ``.node`` name it where known.
     """
 
-    def __init__(self, message: str, result: RunResult, rank: int | None = None, node: str | None = None):
+    def __init__(self, message: str, result: RunResult, rank: int | None = None, node: str | None = None,
+                 kind: str = "stopped"):  # fmt: skip
         super().__init__(message, result, rank)
         self.node = node
+        self.kind = kind
+        """``"stopped"`` (a rank's process stopped), ``"behind"`` (its peers waited on it) or ``"node"`` (lost)."""
+
+
+class RunInterrupted(RunError):
+    """The launcher was told to stop (SIGTERM, SIGHUP, SIGQUIT); every process of the run was stopped first.
+
+    ``.signal`` is the signal's number. (Ctrl-C stays ``KeyboardInterrupt``, after the same clean-up.)
+    """
+
+    def __init__(self, message: str, result: RunResult | None, signum: int):
+        super().__init__(message, result)
+        self.signal = signum
+
+
+EXIT_STATUS = {
+    "ok": 0,
+    "bad input": 2,
+    "rank failed": 3,
+    "rank stalled": 4,
+    "node lost": 5,
+    "timed out": 124,
+    "interrupted": 130,
+}
+"""The exit status of the library's commands (``python -m distlib.bench``, ``python -m distlib.run``) by how a
+run ended. ``interrupted`` is 128 + the signal's number: 130 for Ctrl-C (SIGINT), 143 for SIGTERM, 129 for
+SIGHUP, 131 for SIGQUIT."""
+
+
+def exit_status(exc: BaseException) -> int:
+    """The command-line exit status for how a run ended (:data:`EXIT_STATUS`)."""
+    if isinstance(exc, RunInterrupted):
+        return 128 + exc.signal
+    if isinstance(exc, KeyboardInterrupt):
+        return 128 + signal.SIGINT
+    if isinstance(exc, RunStalled):
+        return EXIT_STATUS["node lost"] if exc.kind == "node" else EXIT_STATUS["rank stalled"]
+    if isinstance(exc, RunTimeout):
+        return EXIT_STATUS["timed out"]
+    if isinstance(exc, RunError):
+        return EXIT_STATUS["rank failed"]
+    if isinstance(exc, (ValueError, TypeError)):
+        return EXIT_STATUS["bad input"]
+    return 1
+
+
+def failure_report(exc: BaseException, prog: str) -> str:
+    """What a command prints on stderr when a run failed: the launcher's diagnosis, and the rank's last words.
+
+    The first line names what happened (which rank, which node, doing what);
+    what follows is the failed rank's own last lines where the message does
+    not hold them already.
+    """
+    if isinstance(exc, KeyboardInterrupt):
+        return f"{prog}: interrupted (Ctrl-C); every process of the run was stopped"
+    text = str(exc).strip()
+    result = getattr(exc, "result", None)
+    rank = getattr(exc, "rank", None)
+    if result is not None and rank is not None and 0 <= rank < result.p:
+        last = result.ended.get(rank) or result.stderr[rank]
+        if last.strip() and _tail(last) not in text:
+            text += f"\nrank {rank}'s last words (stderr):\n{_tail(last)}"
+    return f"{prog}: {text}"
 
 
 @dataclass
@@ -319,15 +391,27 @@ def _kill_group(pid: int, sig=signal.SIGKILL) -> None:
         pass
 
 
+STOP_GRACE = 2.0
+"""Seconds between the ``SIGTERM`` that ends a failed run and the ``SIGKILL``: MPICH's processes remove their
+shared-memory segments on the way out, which a ``SIGKILL`` gives them no chance to do."""
+
+
 def _kill_run(run_id: str, popens, *, grace: float = 0.0) -> None:
-    """Stop every process of a run: the launchers' groups, then anything tagged ``run_id``."""
-    if grace > 0:
-        for proc in popens:
-            if proc.poll() is None:
-                _kill_group(proc.pid, signal.SIGTERM)
+    """Stop every process of a run: ``SIGTERM`` and up to ``grace`` seconds to go, then ``SIGKILL`` for the
+    launchers' groups and anything tagged ``run_id``."""
+    alive = [p for p in popens if p.poll() is None]
+    strays = stray_processes(run_id) if grace > 0 else []
+    if grace > 0 and (alive or strays):
+        for proc in alive:
+            _kill_group(proc.pid, signal.SIGTERM)
+        for pid in strays:
+            try:
+                os.kill(pid, signal.SIGTERM)
+            except (ProcessLookupError, PermissionError):
+                pass
         deadline = time.monotonic() + grace
-        while time.monotonic() < deadline and any(p.poll() is None for p in popens):
-            time.sleep(0.02)
+        while time.monotonic() < deadline and (any(p.poll() is None for p in popens) or stray_processes(run_id)):
+            time.sleep(0.05)
     for proc in popens:
         _kill_group(proc.pid)
     for _ in range(50):
@@ -345,6 +429,163 @@ def _kill_run(run_id: str, popens, *, grace: float = 0.0) -> None:
             proc.wait(timeout=5)
         except subprocess.TimeoutExpired:  # pragma: no cover
             pass
+
+
+# What a failed MPI run can leave: MPICH's shared-memory segments, Hydra's files.
+_SHM = Path("/dev/shm")
+_LEFTOVER = re.compile(r"^(mpich|MPICH|hydra|\.hydra|ucx)")
+_WORKDIR = re.compile(r"^distlib-(mpi|torch|torchrun)-(\d+)-")
+ABANDONED_AFTER = 60.0
+"""Seconds after which an MPICH segment that no process holds counts as abandoned by an earlier run."""
+
+
+def _entries(folder: Path) -> set:
+    try:
+        return set(os.listdir(folder))
+    except OSError:
+        return set()
+
+
+def _held(paths) -> set:
+    """Those of ``paths`` that a live process has open or mapped (Linux ``/proc``)."""
+    wanted = {str(p) for p in paths}
+    held = set()
+    if not wanted or not Path("/proc").is_dir():
+        return wanted if wanted and not Path("/proc").is_dir() else held  # elsewhere: claim every one held
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            maps = (entry / "maps").read_text(errors="replace")
+        except OSError:
+            maps = ""
+        held |= {w for w in wanted if w in maps}
+        try:
+            for fd in (entry / "fd").iterdir():
+                target = os.readlink(fd)
+                if target in wanted:
+                    held.add(target)
+        except OSError:
+            pass
+        if held == wanted:
+            break
+    return held
+
+
+class _Leftovers:
+    """What a run may leave behind, noted before it starts and removed after it ends, on every path.
+
+    New entries of ``/dev/shm`` and the temp folder that MPICH, Hydra or UCX
+    made and no live process holds; and, from earlier runs whose launcher was
+    ``SIGKILL``-ed (no clean-up of its own ran), their work folders and any
+    MPICH segment no process has held for :data:`ABANDONED_AFTER` seconds.
+    """
+
+    def __init__(self):
+        self.tmp = Path(tempfile.gettempdir())
+        self.before = {_SHM: _entries(_SHM), self.tmp: _entries(self.tmp)}
+        self._sweep_abandoned()
+
+    def _remove(self, paths) -> list:
+        gone = []
+        held = _held(paths)
+        for path in paths:
+            if str(path) in held:
+                continue
+            try:
+                shutil.rmtree(path) if path.is_dir() and not path.is_symlink() else path.unlink()
+                gone.append(path)
+            except OSError:
+                continue
+        return gone
+
+    def _sweep_abandoned(self) -> None:
+        now = time.time()
+        dead = []
+        for name in self.before[self.tmp]:
+            m = _WORKDIR.match(name)
+            if m and not _pid_alive(int(m.group(2))):
+                dead.append(self.tmp / name)
+        for name in self.before[_SHM]:
+            path = _SHM / name
+            try:
+                old = now - path.stat().st_mtime > ABANDONED_AFTER
+            except OSError:
+                continue
+            if _LEFTOVER.match(name) and old:
+                dead.append(path)
+        if dead:
+            self._remove([p for p in dead])
+
+    def sweep(self) -> list:
+        """Remove what this run left; returns the paths removed."""
+        new = [folder / name for folder, before in self.before.items()
+               for name in _entries(folder) - before if _LEFTOVER.match(name)]  # fmt: skip
+        return self._remove(new) if new else []
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+class _Signalled(BaseException):
+    """A signal that ends the run, raised in the launcher's main thread by :func:`_stop_on_signals`."""
+
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.signum = signum
+
+
+_STOP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP", "SIGQUIT") if hasattr(signal, name))
+
+
+@contextmanager
+def _stop_on_signals():
+    """While a run is up: SIGTERM, SIGHUP (a closed terminal, a dropped ssh) and SIGQUIT end it cleanly.
+
+    Only from the main thread (Python runs signal handlers there); the
+    previous handlers come back afterwards.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum, frame):
+        raise _Signalled(signum)
+
+    previous = {}
+    for sig in _STOP_SIGNALS:
+        try:
+            previous[sig] = signal.signal(sig, handler)
+        except (ValueError, OSError):  # pragma: no cover - not settable here
+            continue
+    try:
+        yield
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
+
+
+@contextmanager
+def _launching(procs, what: str):
+    """The frame of every run: signals handled, and on every path all processes stopped and leftovers swept."""
+    leftovers = _Leftovers()
+    try:
+        with _stop_on_signals():
+            yield
+    except _Signalled as exc:
+        name = signal.Signals(exc.signum).name
+        raise RunInterrupted(f"{what} was interrupted by {name}; every process of the run was stopped.", None,
+                             exc.signum) from None  # fmt: skip
+    finally:
+        procs.stop()
+        leftovers.sweep()
 
 
 class _Processes:
@@ -371,9 +612,11 @@ class _Processes:
         self.cond = threading.Condition()
 
     def start(self, command, env, *, merge: bool = False, echo: bool = False) -> int:
+        # Tied to this process: if the launcher dies (even by SIGKILL), Linux kills what it started.
+        tie = tie_to_parent if _prctl() is not None else None
         proc = subprocess.Popen(
             command, env=env, start_new_session=True, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT if merge else subprocess.PIPE, text=True, errors="replace",
+            stderr=subprocess.STDOUT if merge else subprocess.PIPE, text=True, errors="replace", preexec_fn=tie,
         )  # fmt: skip
         i = len(self.procs)
         self.procs.append(proc)
@@ -415,7 +658,7 @@ class _Processes:
                     return None, False, message
 
     def stop(self) -> None:
-        _kill_run(self.run_id, self.procs)
+        _kill_run(self.run_id, self.procs, grace=STOP_GRACE)
         for t in self.readers:
             t.join(timeout=5)
 
@@ -437,12 +680,26 @@ def _pump(stream, sink, mirror) -> None:
 
 
 def _watch(watchdog, cluster):
-    """The check run while waiting: a stopped rank first, then a node cut off or gone."""
+    """The check run while waiting (a :class:`~distlib.engines.progress.Stall` or ``None``): a stopped rank or
+    one its peers wait on first, then a node cut off or gone; ``None`` when there is nothing to watch."""
+    checks = [c for c in (watchdog.check if watchdog is not None else None,
+                          cluster.health if cluster is not None else None) if c is not None]  # fmt: skip
+    if not checks:
+        return None
 
     def check():
-        return watchdog.check() or (cluster.health() if cluster is not None else None)
+        for c in checks:
+            found = c()
+            if found:
+                return found
+        return None
 
     return check
+
+
+def _stalled(what: str, stall: Stall, result: RunResult) -> RunStalled:
+    return RunStalled(f"{what} ended early: {stall}; every process of the run was stopped.", result, stall.rank,
+                      stall.node, stall.kind)  # fmt: skip
 
 
 def _ranks_per_node(n: int, cluster) -> int:
@@ -457,6 +714,7 @@ def _base_env(run_id: str, env) -> dict:
         out.setdefault(key, value)
     out["PYTHONUNBUFFERED"] = "1"
     out[RUN_ID_VAR] = run_id
+    out[LAUNCHER_VAR] = launcher_tag()  # each rank ends itself when this process is gone
     # The ranks import distlib from wherever this process does.
     root = str(Path(__file__).resolve().parents[2])
     out["PYTHONPATH"] = root + (os.pathsep + out["PYTHONPATH"] if out.get("PYTHONPATH") else "")
@@ -488,7 +746,7 @@ def _tail(text: str, n: int = 12) -> str:
 
 
 def run_mpi(target, n: int, *, args=(), timeout: float = 60.0, env=None, check: bool = True, cluster=None,
-            stall: float | None = DEFAULT_STALL) -> RunResult:  # fmt: skip
+            stall: float | None = DEFAULT_STALL, behind: float | None = None) -> RunResult:  # fmt: skip
     """Run ``target`` on ``n`` MPI ranks and return what each printed.
 
     Starts ``mpiexec -n n -host localhost python -m mpi4py target args...``
@@ -521,10 +779,15 @@ def run_mpi(target, n: int, *, args=(), timeout: float = 60.0, env=None, check: 
     cluster : MiniCluster, optional
         Run across its nodes instead of on this host.
     stall : float or None
-        Seconds a rank may go without a heartbeat before the run is ended
-        and that rank named (:mod:`~distlib.engines.progress`); ``None``
-        turns the watchdog off. Long runs are fine: a rank waiting in a
-        collective keeps beating.
+        Seconds a *stopped* rank (``SIGSTOP``, a debugger) may go without a
+        heartbeat before the run is ended and that rank named
+        (:mod:`~distlib.engines.progress`); ``None`` turns the watchdog
+        off. Long runs are fine: a rank waiting in a collective keeps
+        beating, and a running rank is never called stopped.
+    behind : float, optional
+        Seconds the other ranks may wait in a communication call while one
+        rank is in none (stuck in Python, a long step) before that rank is
+        named (default :data:`~distlib.engines.progress.DEFAULT_BEHIND`).
 
     Returns
     -------
@@ -546,8 +809,8 @@ def run_mpi(target, n: int, *, args=(), timeout: float = 60.0, env=None, check: 
     timeout = check_real("timeout", timeout, minimum=0, strict_min=True)
     mpiexec = find_mpiexec()
     run_id = uuid.uuid4().hex
-    workdir = Path(tempfile.mkdtemp(prefix="distlib-mpi-"))
-    watchdog = Watchdog(workdir / "progress", stall=stall) if stall is not None else None
+    workdir = Path(tempfile.mkdtemp(prefix=f"distlib-mpi-{os.getpid()}-"))
+    watchdog = Watchdog(workdir / "progress", stall=stall, behind=behind) if stall is not None else None
     full_env = _base_env(run_id, env)
     full_env["MPIEXEC_TIMEOUT"] = str(max(1, math.ceil(timeout)))
     if cluster is None:
@@ -589,40 +852,40 @@ def run_mpi(target, n: int, *, args=(), timeout: float = 60.0, env=None, check: 
         full_env.setdefault("MPIR_CVAR_CH4_IPC_CMA_P2P_THRESHOLD", "16384")
     start = time.monotonic()
     procs = _Processes(run_id)
+    what = f"MPI run of {target!r} on {n} ranks"
     stalled = None
     try:
-        procs.start(command, full_env, merge=True)
-        watch = _watch(watchdog, cluster) if (watchdog is not None or cluster is not None) else None
-        if watch is not None and watchdog is None:
-            watch = cluster.health
-        _, timed_out, stalled = procs.wait(timeout + 10, watch=watch)  # MPIEXEC_TIMEOUT acts first
-        beats = watchdog.beats() if watchdog is not None else []
+        with _launching(procs, what):
+            procs.start(command, full_env, merge=True)
+            watch = _watch(watchdog, cluster)
+            failed, timed_out, stalled = procs.wait(timeout + 10, watch=watch)  # MPIEXEC_TIMEOUT acts first
+            beats = watchdog.beats() if watchdog is not None else []
+            # Seen now, before the clean-up stops the rest: the ranks whose processes had already gone.
+            gone = [b.rank for b in watchdog.gone()] if watchdog is not None and failed is not None else []
+        seconds = time.monotonic() - start
+        read = lambda path: path.read_text(errors="replace") if path.exists() else ""  # noqa: E731
+        result = RunResult(
+            stdout=[read(workdir / f"out.{r}") for r in range(n)],
+            stderr=[read(workdir / f"err.{r}") for r in range(n)],
+            launcher=procs.text(0),
+            returncodes=[None] * n,
+            returncode=procs.codes[0],
+            seconds=seconds,
+            command=command,
+            run_id=run_id,
+            network=network,
+            nodes={b.rank: b.node for b in beats},
+            pids={b.rank: b.pid for b in beats},
+            ended={int(f.name.split(".")[1]): read(f).rstrip()
+                   for f in sorted(notes.glob("ended.*"), key=lambda f: f.stat().st_mtime_ns)},
+            gone=gone,
+        )
     finally:
-        procs.stop()
-    seconds = time.monotonic() - start
-    read = lambda path: path.read_text(errors="replace") if path.exists() else ""  # noqa: E731
-    result = RunResult(
-        stdout=[read(workdir / f"out.{r}") for r in range(n)],
-        stderr=[read(workdir / f"err.{r}") for r in range(n)],
-        launcher=procs.text(0),
-        returncodes=[None] * n,
-        returncode=procs.codes[0],
-        seconds=seconds,
-        command=command,
-        run_id=run_id,
-        network=network,
-        nodes={b.rank: b.node for b in beats},
-        pids={b.rank: b.pid for b in beats},
-        ended={int(f.name.split(".")[1]): read(f).rstrip()
-               for f in sorted(notes.glob("ended.*"), key=lambda f: f.stat().st_mtime_ns)},
-    )
-    shutil.rmtree(workdir, ignore_errors=True)
+        shutil.rmtree(workdir, ignore_errors=True)
     if stalled:
         result.returncode = 124
         if check:
-            rank, node = _named(stalled, beats)
-            raise RunStalled(f"MPI run of {target!r} on {n} ranks ended early: {stalled}; "
-                             "every process of the run was stopped.", result, rank, node)  # fmt: skip
+            raise _stalled(what, stalled, result)
         return result
     if timed_out or "APPLICATION TIMED OUT" in result.launcher:
         result.returncode = result.returncode or 124
@@ -644,15 +907,6 @@ def _cluster_words(cluster) -> str:
     return f"{cluster.n_nodes} simulated nodes, {rate}"
 
 
-def _named(message: str, beats) -> tuple:
-    """``(rank, node)`` a watchdog or health message names."""
-    m = re.search(r"rank (\d+) on node (\S+)", message)
-    if m:
-        return int(m.group(1)), m.group(2)
-    m = re.search(r"node (\S+?)('s)? ", message)
-    return None, (m.group(1) if m else None)
-
-
 def _failed_rank(result: RunResult):
     text = result.launcher + "\n" + "\n".join(result.stderr)
     m = re.search(r"rank (\d+) in comm", text)
@@ -663,6 +917,8 @@ def _failed_rank(result: RunResult):
             return r
     if result.ended:  # the first rank's own note: there even when mpiexec lost its stderr in the abort
         return next(iter(result.ended))
+    if len(result.gone) == 1:  # killed with no word: the one rank whose process was gone when the run failed
+        return result.gone[0]
     return None
 
 
@@ -674,7 +930,13 @@ def _mpi_failure_message(target, n, result: RunResult) -> str:
     bad_rank = next((r for r, pid in result.pids.items() if bad and pid == int(bad.group(1))), None)
     on = f" on node {bad.group(2)}" if bad and result.network == "mini cluster" else ""
     if killed:
-        how = f"a rank{on} was killed by signal {killed.group(2)} ({killed.group(1)})"
+        rank = bad_rank if bad_rank is not None else rank  # Hydra's PID of the first to go, through the heartbeats
+        who = f"rank {rank}" if rank is not None else "a rank"
+        node = result.nodes.get(rank) if rank is not None else None
+        on = on or (f" on node {node}" if node and result.network == "mini cluster" else "")
+        how = f"{who}{on} was killed by signal {killed.group(2)} ({killed.group(1)})"
+        if killed.group(2) == "9":
+            how += "; SIGKILL comes from another process or from the kernel's out-of-memory killer"
     elif bad:
         who = f"rank {bad_rank}" if bad_rank is not None else f"process {bad.group(1)}"
         how = f"{who}{on or ' on ' + bad.group(2)} ended with exit code {bad.group(3)}"
@@ -736,6 +998,7 @@ def run_torch(
     echo: bool = False,
     cluster=None,
     stall: float | None = DEFAULT_STALL,
+    behind: float | None = None,
 ) -> RunResult:
     """Run ``target`` on ``n`` torch.distributed ranks and return what each printed.
 
@@ -794,8 +1057,8 @@ def run_torch(
     target = _torch_target(target)
     per_node = _ranks_per_node(n, cluster) if cluster is not None else n
     run_id = uuid.uuid4().hex
-    workdir = Path(tempfile.mkdtemp(prefix="distlib-torch-"))
-    watchdog = Watchdog(workdir / "progress", stall=stall) if stall is not None else None
+    workdir = Path(tempfile.mkdtemp(prefix=f"distlib-torch-{os.getpid()}-"))
+    watchdog = Watchdog(workdir / "progress", stall=stall, behind=behind) if stall is not None else None
     iface = "lo" if cluster is None else cluster.nodes[0].iface
     base = _base_env(run_id, None)
     base.update(
@@ -818,17 +1081,17 @@ def run_torch(
     command = [sys.executable, "-m", "distlib.engines._torch_worker", target, *map(str, args)]
     procs = _Processes(run_id)
     start = time.monotonic()
+    what = f"torch run of {target!r} on {n} ranks ({backend})"
     stalled = None
     try:
-        for r in range(n):
-            rank_env = dict(base, RANK=str(r), LOCAL_RANK=str(r % per_node))
-            prefix = [] if cluster is None else cluster.prefix(r // per_node)
-            procs.start([*prefix, *command], rank_env, echo=echo and r == 0)
-        watch = _watch(watchdog, cluster) if watchdog is not None else (cluster.health if cluster is not None else None)
-        failed, timed_out, stalled = procs.wait(timeout, watch=watch)
-        beats = watchdog.beats() if watchdog is not None else []
+        with _launching(procs, what):
+            for r in range(n):
+                rank_env = dict(base, RANK=str(r), LOCAL_RANK=str(r % per_node))
+                prefix = [] if cluster is None else cluster.prefix(r // per_node)
+                procs.start([*prefix, *command], rank_env, echo=echo and r == 0)
+            failed, timed_out, stalled = procs.wait(timeout, watch=_watch(watchdog, cluster))
+            beats = watchdog.beats() if watchdog is not None else []
     finally:
-        procs.stop()
         shutil.rmtree(workdir, ignore_errors=True)
     codes = procs.codes
     nodes = {b.rank: b.node for b in beats}
@@ -845,11 +1108,9 @@ def run_torch(
         network="host" if cluster is None else "mini cluster",
         nodes=nodes,
     )
-    what = f"torch run of {target!r} on {n} ranks ({backend})"
     if stalled:
         if check:
-            rank, node = _named(stalled, beats)
-            raise RunStalled(f"{what} ended early: {stalled}; every process of the run was stopped.", result, rank, node)
+            raise _stalled(what, stalled, result)
         return result
     if timed_out:
         if check:
@@ -886,7 +1147,7 @@ def _torch_target(target) -> str:
 
 
 def run_torchrun(module: str, n: int, *, args=(), timeout: float = 120.0, env=None, check: bool = True, cluster=None,
-                 stall: float | None = DEFAULT_STALL) -> RunResult:  # fmt: skip
+                 stall: float | None = DEFAULT_STALL, behind: float | None = None) -> RunResult:  # fmt: skip
     """Run ``python -m module`` on ``n`` ranks started by PyTorch's own launcher, ``torchrun``.
 
     This is how the module would start on a cluster: one ``torchrun`` agent
@@ -947,8 +1208,8 @@ def run_torchrun(module: str, n: int, *, args=(), timeout: float = 120.0, env=No
     else:
         per_node, n_nodes = _ranks_per_node(n, cluster), cluster.n_nodes
     run_id = uuid.uuid4().hex
-    workdir = Path(tempfile.mkdtemp(prefix="distlib-torchrun-"))
-    watchdog = Watchdog(workdir / "progress", stall=stall) if stall is not None else None
+    workdir = Path(tempfile.mkdtemp(prefix=f"distlib-torchrun-{os.getpid()}-"))
+    watchdog = Watchdog(workdir / "progress", stall=stall, behind=behind) if stall is not None else None
     iface = "lo" if cluster is None else cluster.nodes[0].iface
     full_env = _base_env(run_id, None)
     full_env.update({"GLOO_SOCKET_IFNAME": iface, "NCCL_SOCKET_IFNAME": iface, "DISTLIB_TIMEOUT": repr(max(1.0, timeout / 2)),
@@ -975,38 +1236,36 @@ def run_torchrun(module: str, n: int, *, args=(), timeout: float = 120.0, env=No
         ])  # fmt: skip
     procs = _Processes(run_id)
     start = time.monotonic()
+    what = f"torchrun of {module!r} on {n} ranks" + ("" if cluster is None else f" over {n_nodes} nodes")
     stalled = None
-    try:
-        for command in commands:
-            procs.start(command, full_env, merge=True)
-        watch = _watch(watchdog, cluster) if watchdog is not None else (cluster.health if cluster is not None else None)
-        failed, timed_out, stalled = procs.wait(timeout, watch=watch)
-        beats = watchdog.beats() if watchdog is not None else []
-    finally:
-        procs.stop()
 
     def rank_log(r: int, name: str) -> str:
         found = sorted(workdir.glob(f"node{r // per_node}/*/attempt_*/{r % per_node}/{name}.log"))
         return found[-1].read_text(errors="replace") if found else ""
 
-    codes = procs.codes
-    result = RunResult(
-        stdout=[rank_log(r, "stdout") for r in range(n)],
-        stderr=[rank_log(r, "stderr") for r in range(n)],
-        launcher="".join(procs.text(i) for i in range(len(commands))),
-        returncodes=[None] * n,
-        returncode=124 if (timed_out or stalled) else (codes[failed] if failed is not None else 0),
-        seconds=time.monotonic() - start,
-        command=commands[0],
-        run_id=run_id,
-        network="private" if cluster is None else "mini cluster",
-        nodes={b.rank: b.node for b in beats},
-    )
-    shutil.rmtree(workdir, ignore_errors=True)
-    what = f"torchrun of {module!r} on {n} ranks" + ("" if cluster is None else f" over {n_nodes} nodes")
+    try:
+        with _launching(procs, what):
+            for command in commands:
+                procs.start(command, full_env, merge=True)
+            failed, timed_out, stalled = procs.wait(timeout, watch=_watch(watchdog, cluster))
+            beats = watchdog.beats() if watchdog is not None else []
+        codes = procs.codes
+        result = RunResult(
+            stdout=[rank_log(r, "stdout") for r in range(n)],
+            stderr=[rank_log(r, "stderr") for r in range(n)],
+            launcher="".join(procs.text(i) for i in range(len(commands))),
+            returncodes=[None] * n,
+            returncode=124 if (timed_out or stalled) else (codes[failed] if failed is not None else 0),
+            seconds=time.monotonic() - start,
+            command=commands[0],
+            run_id=run_id,
+            network="private" if cluster is None else "mini cluster",
+            nodes={b.rank: b.node for b in beats},
+        )
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
     if check and stalled:
-        rank, node = _named(stalled, beats)
-        raise RunStalled(f"{what} ended early: {stalled}; every process of the run was stopped.", result, rank, node)
+        raise _stalled(what, stalled, result)
     if check and timed_out:
         raise RunTimeout(f"{what} did not finish within {timeout:g} s; every process of the run was killed.", result)
     if check and result.returncode != 0:
