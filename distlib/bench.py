@@ -52,6 +52,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
 import time
@@ -264,14 +265,104 @@ def _dtype(text: str) -> str:
     return name
 
 
+MAX_SIZES = 200
+"""At most this many sizes in one sweep (``-b``, ``-e``, ``-f``): nccl-tests' doubling from 8 B to 64 GiB is 34."""
+MAX_ITERS = 100_000
+MAX_TIMEOUT = 7 * 24 * 3600.0
+RANK_MEMORY = {"mpi": 80 * 2**20, "gloo": 400 * 2**20, "nccl": 400 * 2**20}
+"""What one rank needs before its buffers (an interpreter with NumPy; with torch), measured here with ``ps``."""
+BUFFERS_PER_RANK = 4
+"""Buffers of the largest size each rank holds at once: the input, the built-in's copy, a book algorithm's, the check's."""
+
+
+class BadInput(SystemExit):
+    """A command-line value out of range, said in one line that names the flag and the range; exit status 2."""
+
+    def __init__(self, message: str):
+        super().__init__(2)
+        self.message = message
+
+    def __str__(self) -> str:
+        return self.message
+
+
+def max_ranks() -> int:
+    """The most ranks one run may start here: eight per core (at least 16), and no more than the process limit."""
+    limit = max(16, 8 * (os.cpu_count() or 1))
+    try:
+        import resource
+
+        soft, _ = resource.getrlimit(resource.RLIMIT_NPROC)
+        if soft != resource.RLIM_INFINITY:
+            limit = min(limit, max(1, soft // 4))  # each rank may start a few threads' worth of tasks
+    except (ImportError, ValueError, OSError):  # pragma: no cover - not Unix
+        pass
+    return limit
+
+
+def available_memory() -> int | None:
+    """Bytes of memory available for new processes (``MemAvailable``), or ``None`` where unknown."""
+    try:
+        import psutil
+
+        return int(psutil.virtual_memory().available)
+    except Exception:  # pragma: no cover - psutil is a dependency; without it, claim nothing
+        return None
+
+
+def _count_sizes(begin: int, end: int, factor: float, cap: int) -> int:
+    count, n = 0, begin
+    while n <= end and count <= cap:
+        count += 1
+        n = int(n * factor) if int(n * factor) > n else n + 1
+    return count
+
+
 def _check_cli(ns) -> None:
-    """Options nccl-tests has that the engines accept only one value of."""
+    """Every option checked before any process starts; a bad one raises :class:`BadInput` naming it and its range."""
     if ns.op != "sum":
-        raise SystemExit(f"-o/--op: only sum is run, got {ns.op!r}")
+        raise BadInput(f"-o/--op: only sum is run, got {ns.op!r}")
     if ns.ngpus != 1:
-        raise SystemExit(f"-g/--ngpus: one GPU per process only (start more ranks with --ranks), got {ns.ngpus}")
-    if ns.iters < 1 or ns.warmup < 0:
-        raise SystemExit(f"-n must be >= 1 and -w >= 0, got -n {ns.iters} -w {ns.warmup}")
+        raise BadInput(f"-g/--ngpus: one GPU per process only (start more ranks with --ranks), got {ns.ngpus}")
+    if not 1 <= ns.iters <= MAX_ITERS:
+        raise BadInput(f"-n/--iters must be between 1 and {MAX_ITERS}, got {ns.iters}")
+    if not 0 <= ns.warmup <= MAX_ITERS:
+        raise BadInput(f"-w/--warmup_iters must be between 0 and {MAX_ITERS}, got {ns.warmup}")
+    if not (math.isfinite(ns.timeout) and 0 < ns.timeout <= MAX_TIMEOUT):
+        raise BadInput(f"--timeout must be more than 0 and at most {MAX_TIMEOUT:g} seconds, got {ns.timeout:g}")
+    itemsize = {"float32": 4, "float64": 8, "int32": 4}[ns.dtype]
+    if ns.minbytes < itemsize:
+        raise BadInput(f"-b/--minbytes must be at least one element of {ns.dtype} ({itemsize} bytes), got {ns.minbytes}")
+    if ns.maxbytes < ns.minbytes:
+        raise BadInput(f"-e/--maxbytes must be at least -b ({ns.minbytes} bytes), got {ns.maxbytes}")
+    if not (math.isfinite(ns.stepfactor) and ns.stepfactor > 1):
+        raise BadInput(f"-f/--stepfactor must be a finite number above 1, got {ns.stepfactor:g}")
+    if _count_sizes(ns.minbytes, ns.maxbytes, ns.stepfactor, MAX_SIZES) > MAX_SIZES:
+        raise BadInput(f"-f/--stepfactor {ns.stepfactor:.10g} from -b {ns.minbytes} to -e {ns.maxbytes} makes more than "
+                       f"{MAX_SIZES} sizes; use a larger factor or a narrower range")  # fmt: skip
+    ranks = _ranks_of(ns)
+    if ranks is not None:
+        most = max_ranks()
+        if not 1 <= ranks <= most:
+            raise BadInput(f"--ranks must be between 1 and {most} on this machine ({os.cpu_count()} cores), got {ranks}")
+        need = ranks * (RANK_MEMORY[ns.engine] + BUFFERS_PER_RANK * ns.maxbytes)
+        have = available_memory()
+        if have is not None and need > have:
+            raise BadInput(f"-e/--maxbytes {ns.maxbytes} on {ranks} ranks needs about {need / 2**30:.1f} GiB "
+                           f"({BUFFERS_PER_RANK} buffers of -e per rank, plus the rank itself) and this machine has "
+                           f"{have / 2**30:.1f} GiB available; use a smaller -e or fewer ranks")  # fmt: skip
+
+
+def _ranks_of(ns) -> int | None:
+    """How many ranks this command will start (``None``: it is a rank itself, or mpiexec starts them)."""
+    if _under_mpiexec() or "RANK" in os.environ:
+        return None
+    if ns.nodes is not None or ns.link_gbit is not None:
+        nodes = 2 if ns.nodes is None else ns.nodes
+        return 2 * nodes if ns.ranks is None else ns.ranks
+    if ns.engine == "mpi":
+        return ns.ranks
+    return 2 if ns.ranks is None else ns.ranks
 
 
 def _sweep_kwargs(ns) -> dict:
@@ -285,7 +376,7 @@ def _algorithms(text: str) -> list:
     out = []
     for name in filter(None, (t.strip() for t in text.split(","))):
         if name not in ALGORITHM_NAMES:
-            raise SystemExit(f"--algorithms: unknown algorithm {name!r}; choose from ring, tree, hd, rd, hier(archical), auto")
+            raise BadInput(f"--algorithms: unknown algorithm {name!r}; choose from ring, tree, hd, rd, hier(archical), auto")
         if ALGORITHM_NAMES[name] not in out:
             out.append(ALGORITHM_NAMES[name])
     return out
@@ -555,8 +646,28 @@ def _torch_rank_main() -> None:
 
 
 def main(argv=None) -> int:
-    """Command line entry point; returns the exit status."""
+    """Command line entry point; returns the exit status (:data:`distlib.engines.launch.EXIT_STATUS`).
+
+    A run that fails, stalls, loses a node or is interrupted prints the
+    launcher's diagnosis on stderr (which rank, which node, doing what, its
+    last words) and exits with the status of its kind.
+    """
+    from distlib.engines.launch import RunError, exit_status, failure_report
+
     argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        return _main(argv)
+    except BadInput as exc:
+        print(f"python -m distlib.bench: {exc}", file=sys.stderr)
+        return 2
+    except (RunError, KeyboardInterrupt) as exc:
+        if _under_mpiexec() or "RANK" in os.environ:
+            raise  # a rank: its launcher reports
+        print(failure_report(exc, "python -m distlib.bench"), file=sys.stderr, flush=True)
+        return exit_status(exc)
+
+
+def _main(argv: list) -> int:
     ns = _parser().parse_args(argv)
     _check_cli(ns)
     _algorithms(ns.algorithms)  # fail early on a bad name
@@ -573,20 +684,13 @@ def main(argv=None) -> int:
             return 2
         from distlib.engines.launch import run_mpi
 
-        result = run_mpi("distlib.bench", ns.ranks, args=argv, timeout=ns.timeout, check=False)
-        sys.stderr.write(result.stderr[0])
-        sys.stdout.write(result.stdout[0])
-        if result.returncode:
-            sys.stderr.write(result.launcher)
-        return result.returncode
+        _launched(lambda: run_mpi("distlib.bench", ns.ranks, args=argv, timeout=ns.timeout))
+        return 0
     # gloo / nccl: this process launches the ranks.
     if "RANK" in os.environ:
         _torch_rank_main()
         return 0
     ranks = ns.ranks if ns.ranks is not None else 2
-    if ranks < 1:
-        print(f"--ranks must be >= 1, got {ranks}", file=sys.stderr)
-        return 2
     if ns.engine == "nccl":
         from distlib.engines.torch_dist import cuda_available, import_torch
 
@@ -599,17 +703,35 @@ def main(argv=None) -> int:
         if ranks > gpus:
             print(f"--engine nccl needs one GPU per rank: {ranks} ranks but {gpus} GPU(s) visible. NCCL refuses two "
                   "ranks of one communicator on one GPU by default ('Duplicate GPU detected' up to 2.29; "
-                  "from 2.30 unless NCCL_MULTI_RANK_GPU_ENABLE=1, and then without NVLS); use --ranks "
+                  f"from 2.30 unless NCCL_MULTI_RANK_GPU_ENABLE=1, and then without NVLS); use --ranks "
                   f"{gpus} or --engine gloo", file=sys.stderr)  # fmt: skip
             return 2
     from distlib.engines.launch import run_torch
 
-    result = run_torch("distlib.bench:_torch_rank_main", ranks, backend=ns.engine, args=argv, timeout=ns.timeout, check=False, echo=True)
-    if result.returncode:
-        for r in range(1, result.p):
-            if result.stderr[r].strip():
-                sys.stderr.write(f"--- rank {r} stderr ---\n{result.stderr[r]}")
-    return result.returncode
+    # echo: rank 0's table and progress lines appear as they come; the rest is printed only on failure.
+    run_torch("distlib.bench:_torch_rank_main", ranks, backend=ns.engine, args=argv, timeout=ns.timeout, echo=True)
+    return 0
+
+
+def _launched(launch):
+    """Run ``launch()`` (a launcher with ``check=True``) and print rank 0's output, also from a run that failed (its
+    table up to the failure) before the failure goes on to :func:`main`'s report."""
+    from distlib.engines.launch import RunError
+
+    try:
+        result = launch()
+    except RunError as exc:
+        if exc.result is not None:
+            _show_rank0(exc.result)
+        raise
+    _show_rank0(result)
+    return result
+
+
+def _show_rank0(result) -> None:
+    sys.stderr.write(result.stderr[0])
+    sys.stdout.write(result.stdout[0])
+    sys.stdout.flush()
 
 
 # ----------------------------------------------------------------------------
@@ -619,7 +741,7 @@ def main(argv=None) -> int:
 
 def _run_on_mini_cluster(argv, ns) -> int:
     """Make a mini cluster, run the bench's ranks across it with the engine's launcher, remove it."""
-    from distlib.engines.launch import run_mpi, run_torch
+    from distlib.engines.launch import RunError, run_mpi, run_torch
     from distlib.minicluster import MiniClusterUnavailable, mini_cluster
 
     nodes = 2 if ns.nodes is None else ns.nodes
@@ -644,10 +766,16 @@ def _run_on_mini_cluster(argv, ns) -> int:
         return 2
     try:
         if ns.engine == "mpi":
-            result = run_mpi("distlib.bench", ranks, args=argv, timeout=ns.timeout, check=False, cluster=cluster)
+            launch = lambda: run_mpi("distlib.bench", ranks, args=argv, timeout=ns.timeout, cluster=cluster)  # noqa: E731
         else:
-            result = run_torch("distlib.bench:_torch_rank_main", ranks, backend=ns.engine, args=argv,
-                               timeout=ns.timeout, check=False, cluster=cluster)  # fmt: skip
+            launch = lambda: run_torch("distlib.bench:_torch_rank_main", ranks, backend=ns.engine,  # noqa: E731
+                                       args=argv, timeout=ns.timeout, cluster=cluster)  # fmt: skip
+        try:
+            result = launch()
+        except RunError as exc:
+            if exc.result is not None:
+                _show_rank0(exc.result)
+            raise
         links = {node.hostname: cluster.link_bytes(node) for node in cluster.nodes}
     finally:
         cluster_cm.__exit__(None, None, None)
@@ -667,13 +795,7 @@ def _run_on_mini_cluster(argv, ns) -> int:
     if not ns.json:
         for host, b in links.items():
             print(f"# link of {host}: {b.sent} bytes sent, {b.received} bytes received (tc counters)")
-    if result.returncode:
-        sys.stderr.write(result.launcher)
-        for r in range(1, result.p):
-            if result.stderr[r].strip():
-                sys.stderr.write(f"--- rank {r} stderr ---\n{result.stderr[r]}")
-    return result.returncode
-
+    return 0
 
 if __name__ == "__main__":
     sys.exit(main())
