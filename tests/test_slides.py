@@ -4,15 +4,18 @@
 - the animation players' buttons show icons (a deck has no icon font to draw Font Awesome's);
 - no slide is only a heading, every formula is typeset, and every slide fits the screen;
 - every slide has speaker notes in plain words, taken from the chapter's own prose;
-- each deck is titled with its chapter's title.
+- each deck is titled with its chapter's title;
+- each widget a chapter shows has a "Try it" slide: the picture the static book opens it with,
+  embedded in the deck, its alt text, the controls a reader moves, and nothing outside the deck.
 
 The decks under test are the book build's (``_build/slides``, written by
 ``book/_ext/workshop_kit.py``). To test decks without building the book, make
 them from an earlier build's executed chapters and point ``DISTBOOK_SLIDES`` at
-them::
+them, and ``DISTBOOK_HTML`` at that build's pages (the Try-it tests check each
+widget's picture against the frames there)::
 
     .venv/bin/python tools/slides.py --executed _build/jupyter_execute/notebooks --out /tmp/slides
-    DISTBOOK_SLIDES=/tmp/slides .venv/bin/python -m pytest tests/test_slides.py
+    DISTBOOK_SLIDES=/tmp/slides DISTBOOK_HTML=_build/html .venv/bin/python -m pytest tests/test_slides.py
 """
 
 from __future__ import annotations
@@ -295,3 +298,243 @@ def test_the_player_icons_are_drawn_and_an_unknown_one_stops_the_build():
     assert len(set(re.findall(r' d="([^"]+)"', drawn))) == 9
     with pytest.raises(slides.SlideError, match="fa-repeat"):
         slides.player_with_icons('<i class="fa fa-repeat"></i>')
+
+
+# --- widgets: a "Try it" slide with the picture the static book opens each one with ---------
+
+
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+
+
+@pytest.fixture(scope="module")
+def chapters_built(request, slides_dir) -> tuple[Path, Path]:
+    """(executed chapters, built HTML chapters) of the build the decks were made from."""
+    if os.environ.get("DISTBOOK_SLIDES") and not os.environ.get("DISTBOOK_HTML"):
+        pytest.fail("DISTBOOK_SLIDES names decks made from an earlier build: set DISTBOOK_HTML to that build's "
+                    "_build/html as well, so the widgets' pictures can be checked against it")
+    code, log, html_dir = request.getfixturevalue("book_build")  # DISTBOOK_HTML: no build, that one
+    if code != 0:
+        pytest.fail("the book did not build:\n" + log[-4000:])
+    return html_dir.parent / "jupyter_execute" / "notebooks", html_dir / "notebooks"
+
+
+def shown_widgets(nb) -> list[dict]:
+    """Each widget a chapter shows, in order: the models under it (every frame, not only the first
+    view's), read here without tools/slides.py."""
+    models = nb.metadata["widgets"]["application/vnd.jupyter.widget-state+json"]["state"]
+    found = []
+    for cell in nb.cells:
+        hidden = {"remove-output", "remove-cell", "hide-output"} & set(cell.metadata.get("tags", []))
+        if cell.cell_type != "code" or hidden:
+            continue
+        for output in cell.get("outputs", []):
+            if WIDGET_VIEW not in output.get("data", {}):
+                continue
+            under, todo = {}, [output["data"][WIDGET_VIEW]["model_id"]]
+            while todo:
+                mid = todo.pop()
+                if mid in under or mid not in models:
+                    continue
+                under[mid] = models[mid]
+                todo += [c[len("IPY_MODEL_"):] for c in models[mid]["state"].get("children", [])]
+            found.append(under)
+    return found
+
+
+def try_it_sections(deck_html: str) -> list[str]:
+    return re.findall(r'<section class="try-it-slide">.*?</section>', deck_html, re.S)
+
+
+@pytest.mark.slow
+@pytest.mark.book
+def test_every_widget_has_a_try_it_slide_with_its_first_view_embedded(slides_dir, chapters_built):
+    """One "Try it" slide per widget a chapter shows, in order. Its picture is embedded (``data:``) and is
+    the frame the static book loads with the page (the one frame not ``loading="lazy"``: the first
+    view), with that frame's alt text; it names the controls a reader moves, and not the greyed-out ones."""
+    import base64
+
+    executed, pages = chapters_built
+    total = 0
+    for stem in STEMS:
+        nb = nbformat.read(executed / f"{stem}.ipynb", as_version=4)
+        widgets = shown_widgets(nb) if "widgets" in nb.metadata else []
+        sections = try_it_sections((slides_dir / f"{stem}.html").read_text())
+        assert len(sections) == len(widgets), (stem, f"{len(widgets)} widgets, {len(sections)} Try-it slides")
+        total += len(widgets)
+        for k, (section, models) in enumerate(zip(sections, widgets)):
+            where = f"{stem} widget {k + 1}"
+            imgs = re.findall(r"<img\b[^>]*>", section)
+            assert len(imgs) == 1, (where, len(imgs))
+            src = re.search(r'src="([^"]*)"', imgs[0]).group(1)
+            alt = html.unescape(re.search(r'alt="([^"]*)"', imgs[0]).group(1))
+            assert src.startswith("data:image/png;base64,"), (where, src[:60])
+            first = [re.search(r"<img\b[^>]*>", m["state"]["value"]).group(0) for m in models.values()
+                     if m["model_name"] == "HTMLModel" and 'class="distlib-frame"' in m["state"].get("value", "")
+                     and 'loading="lazy"' not in m["state"]["value"]]
+            assert len(first) == 1, (where, f"{len(first)} frames load with the page")
+            frame = pages / re.search(r'src="([^"]*)"', first[0]).group(1)
+            assert base64.b64decode(src.split(",", 1)[1]) == frame.read_bytes(), (where, "not the first view")
+            first_alt = html.unescape(re.search(r'alt="([^"]*)"', first[0]).group(1))
+            assert alt.strip() and alt == " ".join(first_alt.split()), (where, alt, first_alt)
+            named = set(re.findall(r"<li><strong>([^<]+)</strong>", section))
+            live = {m["state"]["description"] for m in models.values()
+                    if m["state"].get("description") and "disabled" in m["state"] and not m["state"]["disabled"]}
+            fixed = {m["state"]["description"] for m in models.values()
+                     if m["state"].get("description") and m["state"].get("disabled")}
+            assert named & live, (where, "names no control", named, live)
+            assert not named & fixed, (where, "a greyed-out control is named as one to move", named & fixed)
+            notes = section.split('<aside class="notes">')[1]
+            assert len(re.sub(r"<[^>]+>", " ", notes).split()) >= 8, (where, notes)
+    assert total >= 9, f"only {total} widgets in the whole book"
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+def test_try_it_slides_show_their_picture_whole_offline(slides_dir, browser):
+    """Each Try-it slide, from ``file://`` with the network off: the picture loads (from the deck itself:
+    nothing the deck names lies outside its folder), is shown whole and large enough to read beside
+    its text, and nothing spills off the slide."""
+    decks = 0
+    for stem in STEMS:
+        path = slides_dir / f"{stem}.html"
+        source = path.read_text()
+        if 'class="try-it-slide"' not in source:
+            continue
+        decks += 1
+        for named in re.findall(r'(?:src|href)="([^"]+)"', source):
+            if named.startswith(("data:", "#")):
+                continue
+            assert not re.match(r"[a-z][\w+.-]*:|//|/", named, re.I), (stem, "names something outside the deck", named)
+            target = (slides_dir / named.split("#")[0]).resolve()
+            assert target.is_relative_to(slides_dir.resolve()) and target.exists(), (stem, named)
+        visit = open_deck(browser, path)
+        page = visit.page
+        slides_at = page.evaluate("() => Reveal.getSlides()"
+                                  ".map((s, k) => s.classList.contains('try-it-slide') ? k : -1).filter(k => k >= 0)")
+        assert slides_at, stem
+        for k in slides_at:
+            page.evaluate(f"() => Reveal.slide({k})")
+            facts = page.evaluate("""() => {
+              const s = Reveal.getCurrentSlide(), img = s.querySelector('img.widget-frame');
+              const side = s.querySelector('.try-side'), scale = Reveal.getScale();
+              const r = e => { const b = e.getBoundingClientRect();
+                               return {l: b.left, t: b.top, r: b.right, b: b.bottom, h: b.height / scale}; };
+              return {loaded: !!img && img.complete && img.naturalWidth > 0, img: img && r(img), side: side && r(side),
+                      slide: r(s), height: s.scrollHeight, width: s.scrollWidth,
+                      alt: img ? img.alt : '', controls: s.querySelectorAll('.widget-controls li').length};
+            }""")
+            where = (stem, k)
+            assert facts["loaded"], (where, "the picture did not load")
+            assert facts["alt"].strip() and facts["controls"] >= 1, (where, facts)
+            img, side, slide = facts["img"], facts["side"], facts["slide"]
+            assert img["l"] >= 0 and img["t"] >= 0 and img["r"] <= 1280 and img["b"] <= 720, (where, "cut off", img)
+            assert 250 <= img["h"] <= 640, (where, "picture too small or too big for the slide", img)
+            assert side["l"] >= img["r"] - 1, (where, "text over the picture", img, side)
+            assert facts["height"] <= SIZE["height"] and facts["width"] <= SIZE["width"], (where, facts)
+        assert not visit.outside, (stem, visit.outside[:3])
+        assert not visit.errors, (stem, visit.errors[:3])
+        assert all(u.startswith(("file:", "data:", "blob:")) for u in visit.requested), (stem, visit.requested[:3])
+        visit.close()
+    assert decks >= 1, "no deck has a Try-it slide"
+
+
+# --- widgets, on small chapters (no browser, no book build) --------------------------
+
+
+def ref(mid: str) -> str:
+    return f"IPY_MODEL_{mid}"
+
+
+def widget_chapter(tmp_path, *, picture: bool = True, disabled: bool = False, keep_state: bool = True):
+    """A chapter that shows a widget the way the static book saves one: controls, then a Stack whose
+    selected frame (the first view) is eager and whose other frame is lazy; frames are files."""
+    frames = tmp_path / "pages" / "widget-frames"
+    frames.mkdir(parents=True)
+    (frames / "first.png").write_bytes(b"\x89PNG first view")
+    (frames / "other.png").write_bytes(b"\x89PNG another frame")
+
+    def frame(name, lazy):
+        return {"model_name": "HTMLModel", "state": {"value": (
+            f'<picture class="distlib-picture"><source media="(max-width: 651px)" srcset="widget-frames/n-{name}.png">'
+            f'<img class="distlib-frame" src="widget-frames/{name}.png" alt="four GPUs, step 0 &amp; no bytes sent" '
+            f'{"loading=" + chr(34) + "lazy" + chr(34) + " " if lazy else ""}width="420" height="440"></picture>')}}
+
+    models = {
+        "root": {"model_name": "VBoxModel", "state": {"children": [ref("controls"), ref("stack")]}},
+        "controls": {"model_name": "VBoxModel",
+                     "state": {"children": [ref("p"), ref("play"), ref("step"), ref("mfu")]}},
+        "p": {"model_name": "SelectionSliderModel",
+              "state": {"description": "GPUs (p)", "index": 1, "_options_labels": ["2", "4", "8"],
+                        "disabled": disabled}},
+        "play": {"model_name": "PlayModel", "state": {"description": "Play step", "value": 0, "disabled": disabled}},
+        "step": {"model_name": "IntSliderModel", "state": {"description": "step", "value": 0, "disabled": disabled}},
+        "mfu": {"model_name": "FloatSliderModel", "state": {"description": "MFU", "value": 0.4, "disabled": True}},
+        "stack": {"model_name": "StackModel", "state": {"children": [ref("lazy"), ref("eager")], "selected_index": 1}},
+        "lazy": frame("other", True),
+        "eager": frame("first", False),
+    }
+    if not picture:
+        models["stack"]["state"]["children"] = []
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_markdown_cell(f"# 1. The ring\n\n{LEARN}"),
+                nbformat.v4.new_markdown_cell("## Steps\n\nThe ring moves chunks. It never stops.\n\n"
+                                              "$$\n2\\frac{p-1}{p}n\n$$"),
+                nbformat.v4.new_markdown_cell("Drag the **step** slider to watch the chunks move. Each box is a "
+                                              "GPU.\n\nAmber cells hold partial sums, green ones the full sum.")]
+    cell = nbformat.v4.new_code_cell("w")
+    cell.outputs = [nbformat.v4.new_output("display_data", data={
+        WIDGET_VIEW: {"model_id": "root", "version_major": 2, "version_minor": 0}, "text/plain": "RingWidget(...)"})]
+    nb.cells.append(cell)
+    nb.cells.append(nbformat.v4.new_markdown_cell("## Later\n\nAnother idea, with a sentence. And one more."))
+    if keep_state:
+        nb.metadata["widgets"] = {"application/vnd.jupyter.widget-state+json": {
+            "state": {k: {"model_module": "@jupyter-widgets/controls", **m} for k, m in models.items()},
+            "version_major": 2, "version_minor": 0}}
+    return nb, tmp_path / "pages"
+
+
+def test_a_widget_gets_a_try_it_slide_with_its_first_view_and_the_controls_to_move(tmp_path):
+    import base64
+
+    nb, pages = widget_chapter(tmp_path)
+    _, sections, _ = slides.chapter_slides(nb, {}, "01_x", pages=pages)
+    tried = [s for s in sections if 'class="try-it-slide"' in s]
+    assert len(tried) == 1
+    slide = tried[0]
+    assert "<h2>Try it: Steps</h2>" in slide
+    src = re.search(r'<img class="widget-frame" src="([^"]+)"', slide).group(1)
+    assert base64.b64decode(src.removeprefix("data:image/png;base64,")) == b"\x89PNG first view"
+    assert 'alt="four GPUs, step 0 &amp; no bytes sent"' in slide
+    assert "<li><strong>GPUs (p)</strong> at 4</li>" in slide
+    assert "<li><strong>step</strong> at 0 (or press Play)</li>" in slide
+    assert "MFU" not in slide.split('<aside class="notes">')[0]  # greyed out: not one to move
+    notes = slide.split('<aside class="notes">')[1]
+    assert "Drag the <strong>step</strong> slider to watch the chunks move." in notes
+    assert "The ring moves chunks" not in notes  # another cell's prose
+    assert "As it opens, the widget reads: four GPUs, step 0 &amp; no bytes sent" in notes
+    # the slide comes where the widget is, and every other slide is as it was without the widget
+    without = nbformat.from_dict(nb)
+    without.cells[3].outputs = []
+    _, before, _ = slides.chapter_slides(without, {}, "01_x", pages=pages)
+    assert [s for s in sections if s is not slide] == before
+    assert sections.index(slide) == 2 and "<h2>Later</h2>" in sections[3]
+
+
+@pytest.mark.parametrize("case", ["no picture", "no state"])
+def test_a_widget_with_no_picture_says_so_in_one_line(tmp_path, case):
+    nb, pages = widget_chapter(tmp_path, picture=False, disabled=True, keep_state=case != "no state")
+    _, sections, _ = slides.chapter_slides(nb, {}, "01_x", pages=pages)
+    slide = next(s for s in sections if 'class="try-it-slide"' in s)
+    body = slide.split('<aside class="notes">')[0]
+    assert "<img" not in body
+    assert len(re.findall(r'<p class="no-picture">[^\n]+</p>', body)) == 1
+    assert "Drag the <strong>step</strong> slider" in body  # what the chapter asks, still on the slide
+    if case == "no picture":
+        assert "<li><strong>GPUs (p)</strong></li>" in body  # named, as controls that need a kernel
+
+
+def test_a_widget_picture_missing_from_the_built_pages_stops_the_slides(tmp_path):
+    nb, pages = widget_chapter(tmp_path)
+    (pages / "widget-frames" / "first.png").unlink()
+    with pytest.raises(slides.SlideError, match="first.png"):
+        slides.chapter_slides(nb, {}, "01_x", pages=pages)

@@ -1,6 +1,6 @@
 """Slides for every chapter, made from the executed chapters of the book build.
 
-    python tools/slides.py [--executed DIR] [--out DIR]
+    python tools/slides.py [--executed DIR] [--out DIR] [--html DIR]
 
 Reads the notebooks the book build executed (``_build/jupyter_execute/
 notebooks/*.ipynb``, with their ``*.glue.json``) and writes one reveal.js deck
@@ -15,6 +15,13 @@ teach from:
   section with none of these gives one slide of its key sentences: the first
   sentence of each paragraph. No slide is only a heading: a heading with
   nothing under it heads the next section's slides instead;
+- a "Try it" slide for each widget a chapter shows, where the chapter says "move the
+  slider...": the picture the static book opens the widget with (its first view: the frame
+  of the build's grid at the controls' start values, a file beside the built page in
+  ``_build/html/notebooks/widget-frames/``, embedded here as a ``data:`` URI), the controls a
+  reader moves with the values they open at, the chapter's sentence on what to do, and in the
+  notes the paragraph(s) of the cell before it that say what to move and what to look for. A
+  widget whose state keeps no picture says so in one line;
 - each worked problem's question, numbered as in the book, and the summary;
 - speaker notes (``<aside class="notes">``, the ``s`` key) on every slide:
   the chapter's prose for that slide, the first sentences of each paragraph,
@@ -35,6 +42,7 @@ are copied next to the decks, so they open from a file with no network.
 from __future__ import annotations
 
 import argparse
+import base64
 import html
 import re
 import shutil
@@ -350,6 +358,187 @@ def words(text: str) -> int:
 
 
 # ----------------------------------------------------------------------------
+# Widgets: the picture the static book opens each one with
+# ----------------------------------------------------------------------------
+
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
+#: the controls a reader moves (a Play button moves the slider it is linked to)
+CONTROL_MODELS = {"SelectionSliderModel", "IntSliderModel", "FloatSliderModel", "FloatLogSliderModel",
+                  "DropdownModel", "ToggleButtonsModel", "RadioButtonsModel", "SelectModel", "CheckboxModel",
+                  "ToggleButtonModel", "IntRangeSliderModel", "FloatRangeSliderModel", "SelectionRangeSliderModel",
+                  "BoundedIntTextModel", "BoundedFloatTextModel", "IntTextModel", "FloatTextModel", "PlayModel"}
+#: a container that shows one child at a time: the static book's grid of frames is nested Stacks
+ONE_CHILD_MODELS = {"StackModel", "TabModel", "AccordionModel"}
+IMG_TAG = re.compile(r"<img\b[^>]*>", re.I)
+MOVE_WORDS = re.compile(r"\b(drag|slide|move|try|pick|switch|raise|lower|set|press|change|choose|select|step "
+                        r"through|watch|see|compare|toggle|click|increase|decrease|show|shows)\b", re.I)
+IMPERATIVE = re.compile(r"(Drag|Slide|Move|Try|Pick|Switch|Raise|Lower|Set|Press|Change|Choose|Select|Step "
+                        r"through|Watch|Compare|Toggle|Click|Increase|Decrease)\b")
+TRY_IT_TITLE = re.compile(r"^(try it( yourself)?|explore|play with( it)?)\b[\s:,.!]*", re.I)
+
+
+@dataclass
+class Control:
+    """A control of a widget's first view: what it is called, the value it opens at, whether it moves."""
+
+    description: str
+    value: str = ""
+    live: bool = True
+    player: bool = False  # a Play button (it moves the slider named ``description``)
+
+
+@dataclass
+class WidgetView:
+    """What the static book shows of a widget when its page opens: the first view's picture and controls.
+
+    ``picture``: a ``data:`` URI, or "" where the widget state carries none (a widget the static
+    book shows disabled, or whose state the notebook did not keep)."""
+
+    picture: str = ""
+    alt: str = ""
+    width: int = 0
+    height: int = 0
+    controls: list = field(default_factory=list)
+    state_kept: bool = True
+
+
+def widget_states(nb) -> dict:
+    """The executed notebook's saved widget models, by model id (empty if it kept none)."""
+    saved = nb.metadata.get("widgets", {}).get(WIDGET_STATE, {})
+    return saved.get("state", {}) if isinstance(saved, dict) else {}
+
+
+def _model_ref(value) -> str | None:
+    return value[len("IPY_MODEL_"):] if isinstance(value, str) and value.startswith("IPY_MODEL_") else None
+
+
+def widget_view(model_id: str, models: dict, *, pages: Path | None, where: str) -> WidgetView:
+    """The first view of the widget ``model_id``: follow each Stack's selected child down from the widget.
+
+    The static book (``distlib/widgets/_base.py``) keeps a grid of frames in nested ``Stack``
+    widgets whose selected indices are the controls' start values; the frame found there is the
+    one the page loads eagerly. Its ``<img>`` names a file next to the page (``widget-frames/``,
+    read from ``pages``, the built HTML chapters' folder) or is already a ``data:`` URI; a live
+    widget's ``Image`` carries its PNG in the state's buffers. Either way the picture comes back
+    as a ``data:`` URI, so the deck needs nothing beside it."""
+    if model_id not in models:
+        return WidgetView(state_kept=False)
+    view = WidgetView()
+    seen = set()
+
+    def visit(mid: str | None):
+        if mid is None or mid in seen or mid not in models:
+            return
+        seen.add(mid)
+        model = models[mid]
+        name, state = model.get("model_name", ""), model.get("state", {})
+        if name in CONTROL_MODELS:
+            view.controls.append(_control(name, state))
+        elif name == "HTMLModel" and not view.picture:
+            img = IMG_TAG.search(str(state.get("value", "")))
+            if img:
+                _take_picture(view, img.group(0), pages, where)
+        elif name == "ImageModel" and not view.picture:
+            data = next((b.get("data", "") for b in model.get("buffers", []) if b.get("path") == ["value"]), "")
+            if data:
+                fmt = state.get("format", "png")
+                view.picture = f"data:image/{'svg+xml' if fmt == 'svg' else fmt};base64,{data}"
+                view.width, view.height = _int(state.get("width")), _int(state.get("height"))
+        children = state.get("children", [])
+        if name in ONE_CHILD_MODELS:
+            index = state.get("selected_index")
+            children = [children[index]] if isinstance(index, int) and 0 <= index < len(children) else []
+        for child in children:
+            visit(_model_ref(child))
+
+    visit(model_id)
+    return view
+
+
+def _int(value) -> int:
+    try:
+        return int(str(value).removesuffix("px"))
+    except ValueError:
+        return 0
+
+
+def _attribute(tag: str, name: str) -> str:
+    found = re.search(rf'\s{name}="([^"]*)"', tag)
+    return html.unescape(found.group(1)) if found else ""
+
+
+def _take_picture(view: WidgetView, tag: str, pages: Path | None, where: str):
+    src = _attribute(tag, "src")
+    view.alt = " ".join(_attribute(tag, "alt").split())
+    view.width, view.height = _int(_attribute(tag, "width")), _int(_attribute(tag, "height"))
+    if src.startswith("data:"):
+        view.picture = src
+        return
+    if re.match(r"^([a-z][\w+.-]*:|/)", src, re.I):
+        raise SlideError(f"{where}: a widget's first picture is at {src!r}: a deck can embed only a file "
+                         "beside the chapter's page")
+    if pages is None:
+        raise SlideError(f"{where}: a widget's first picture is the file {src!r} beside the chapter's page, "
+                         "and no built HTML folder was given (--html)")
+    path = pages / src
+    if not path.is_file():
+        raise SlideError(f"{where}: a widget's first picture {path} is missing: build the book's HTML first, "
+                         "or give its chapters' folder with --html")
+    mime = {".png": "image/png", ".svg": "image/svg+xml", ".jpg": "image/jpeg", ".jpeg": "image/jpeg",
+            ".webp": "image/webp", ".gif": "image/gif"}.get(path.suffix.lower())
+    if mime is None:
+        raise SlideError(f"{where}: the widget picture {path.name} is of a kind the slides do not embed")
+    view.picture = f"data:{mime};base64,{base64.b64encode(path.read_bytes()).decode('ascii')}"
+
+
+def _control(name: str, state: dict) -> Control:
+    """A control as the slide names it: its description and the value it opens at."""
+    description = " ".join(str(state.get("description") or "").split())
+    labels, index = state.get("_options_labels"), state.get("index")
+    if name == "PlayModel":
+        value = ""
+    elif labels is not None:
+        value = labels[index] if isinstance(index, int) and 0 <= index < len(labels) else ""
+        if not description:  # a row of buttons without a name: its choices name it
+            description = " / ".join(labels)
+    elif name in ("CheckboxModel", "ToggleButtonModel"):
+        value = "on" if state.get("value") else "off"
+    elif isinstance(state.get("value"), float):
+        value = f"{state['value']:.3g}"
+    else:
+        value = str(state.get("value", ""))
+    return Control(description or "a control", value, live=not state.get("disabled", False),
+                   player=name == "PlayModel")
+
+
+def controls_html(controls: list) -> str:
+    """The controls a reader moves, each with the value it opens at: "Move: GPUs (p) at 4; step at 0
+    (or press Play)", one to a line."""
+    live = [c for c in controls if c.live]
+    players = {re.sub(r"^Play\s+", "", c.description) for c in live if c.player}
+    named = []
+    for c in live:
+        if c.player:
+            if c.description.removeprefix("Play ").strip() not in {x.description for x in live if not x.player}:
+                named.append("<strong>Play</strong>")
+            continue
+        text = f"<strong>{html.escape(c.description)}</strong>" + (f" at {html.escape(c.value)}" if c.value else "")
+        if c.description in players:
+            text += " (or press Play)"
+        named.append(text)
+    if named:
+        return _control_list("Move", named)
+    fixed = [f"<strong>{html.escape(c.description)}</strong>" for c in controls if not c.player]
+    return _control_list("Its controls, which need a kernel", fixed) if fixed else ""
+
+
+def _control_list(label: str, named: list) -> str:
+    return (f'<div class="widget-controls"><p>{label}:</p><ul>'
+            + "".join(f"<li>{n}</li>" for n in named) + "</ul></div>")
+
+
+# ----------------------------------------------------------------------------
 # A chapter as a list of items
 # ----------------------------------------------------------------------------
 
@@ -366,6 +555,7 @@ class Item:
     body: list = field(default_factory=list)  # the items in an admonition or exercise
     solution: list = field(default_factory=list)  # an exercise's solution: its prose
     used: int = 0  # sentences of a paragraph already shown around a formula
+    widget: WidgetView | None = None  # a widget's first view; its ``body`` is the prose of the cell before it
 
     @property
     def inline(self):
@@ -476,12 +666,16 @@ def join_glue_lines(source: str) -> str:
 class ChapterReader:
     """A chapter's cells turned into items, with its roles resolved and its glue filled in."""
 
-    def __init__(self, name: str, values: dict, *, first_exercise: int):
+    def __init__(self, name: str, values: dict, *, first_exercise: int, models: dict | None = None,
+                 pages: Path | None = None):
         self.name = name
         self.chapter = Chapter(name, values, first=first_exercise)
         self.exercises = 0
         self.in_solution: Item | None = None  # the exercise whose solution is being read
         self.items: list[Item] = []
+        self.models = models or {}  # the notebook's saved widget state, by model id
+        self.pages = pages  # the built HTML chapters' folder: the widgets' pictures are files there
+        self.cell_prose: list[Item] = []  # the last Markdown cell's prose after its last heading
 
     def read(self, nb) -> list[Item]:
         for cell in nb.cells:
@@ -490,8 +684,12 @@ class ChapterReader:
                     source = self.chapter.inline(join_glue_lines(cell.source))
                 except ReaderError as exc:
                     raise SlideError(str(exc)) from exc
+                start = len(self.items)
                 for item in self.blocks(source):
                     self.add(item)
+                added = self.items[start:]
+                heads = [k for k, i in enumerate(added) if i.kind == "heading"]
+                self.cell_prose = [i for i in added[heads[-1] + 1 if heads else 0:] if i.kind in ("para", "list")]
             elif cell.cell_type == "code" and self.in_solution is not None:
                 printed = "".join(o.get("text", "") for o in cell.get("outputs", []) if o.get("name") == "stdout")
                 if printed.strip() and printed.count("\n") <= SOLUTION_LINES:
@@ -500,10 +698,20 @@ class ChapterReader:
                 if HIDDEN_OUTPUT_TAGS & set(cell.metadata.get("tags", [])):
                     continue
                 for output in cell.get("outputs", []):
+                    if WIDGET_VIEW in output.get("data", {}):
+                        self.items.append(self.widget_item(output))
+                        continue
                     item = output_item(output)
                     if item:
                         self.items.append(item)
         return self.items
+
+    def widget_item(self, output) -> Item:
+        """A widget shown by a code cell: its first view, and the prose of the Markdown cell before it."""
+        model_id = output["data"][WIDGET_VIEW].get("model_id", "")
+        view = widget_view(model_id, self.models, pages=self.pages, where=self.name)
+        prose = list(self.cell_prose) or [i for i in self.items if i.kind == "para"][-1:]
+        return Item("widget", body=prose, widget=view)
 
     def add(self, item: Item):
         if item.kind == "solution-start":
@@ -666,6 +874,44 @@ def good_lead(sentence) -> bool:
             and not re.match(r"(Here (is|are)|Read |Step through)", text))
 
 
+def widget_lead(prose: list[Item]):
+    """The sentence that tells the reader what to do with a widget: the first that starts with a verb
+    ("Drag the step slider..."), else the first that names a control or what the picture shows."""
+    sentences = [s for i in prose for s in i.sentences() if 4 <= words(plain_text(s)) <= LEAD_WORDS]
+    for sentence in sentences:
+        if IMPERATIVE.match(plain_text(sentence).strip()):
+            return sentence
+    for sentence in sentences:
+        starts_lower = sentence[0].type == "text" and sentence[0].content.lstrip()[:1].islower()
+        if MOVE_WORDS.search(plain_text(sentence)) and not starts_lower:
+            return sentence
+    return None
+
+
+def widget_notes(prose: list[Item], budget: int = NOTES_WORDS) -> str:
+    """Speaker notes for a widget: the paragraphs of the cell before it that say what to move or what
+    to look for (all their sentences), else its last paragraph; ``budget`` words at most."""
+    paras = [i for i in prose if i.kind == "para"]
+    chosen = [i for i in paras if any(MOVE_WORDS.search(plain_text(s)) for s in i.sentences())] or paras[-1:]
+    parts, count = [], 0
+    for item in chosen:
+        kept = []
+        for sentence in item.sentences():
+            if count >= budget:
+                break
+            kept.append(notes_inline(sentence))
+            count += words(plain_text(sentence))
+        if kept:
+            parts.append(f"<p>{' '.join(kept)}</p>")
+    return "".join(parts)
+
+
+def tidy_readout(text: str) -> str:
+    """A read-out flattened from HTML, with the spaces its tags left before punctuation taken out."""
+    text = re.sub(r"\s+([:;,.!?)])", r"\1", text)
+    return re.sub(r"\(\s+", "(", text)
+
+
 ANCHORS = {"figure", "table", "math", "code", "list", "takeaway", "callout"}
 
 
@@ -686,6 +932,9 @@ class DeckMaker:
         sections = self.sections()
         front = sections.pop(0) if sections and sections[0].level == 1 else None
         self.title_slide(front)
+        for item in front.items if front else []:
+            if item.kind == "widget":
+                self.widget_slide("", item)
         for section in sections:
             if section.title.strip().lower() in SKIPPED_SECTIONS:
                 continue
@@ -696,6 +945,9 @@ class DeckMaker:
                 self.exercises(section)
             elif section.title.strip().lower() == "summary":
                 self.summary(section)
+                for item in section.items:
+                    if item.kind == "widget":
+                        self.widget_slide(section.title, item)
             else:
                 self.section(section)
         for slide in self.slides:
@@ -745,8 +997,13 @@ class DeckMaker:
         self.previous = None
         items = list(section.items)
         k = 0
+        last_anchor = None  # the last slide an anchor made here (a widget's slide takes no prose from others)
         while k < len(items):
             item = items[k]
+            if item.kind == "widget":  # a slide of its own, between the others, which it leaves as they were
+                self.widget_slide(section.title, item)
+                k += 1
+                continue
             if item.kind not in ANCHORS or (item.kind == "code" and item_lines(item) > CODE_LINES):
                 if item.kind in ("para", "list", "quote"):
                     pending.append(item)
@@ -764,12 +1021,13 @@ class DeckMaker:
                 group.append(items[k])
             after = items[k + 1] if k + 1 < len(items) else None
             self.anchor_slide(title, pending, group, after)
+            last_anchor = self.slides[-1]
             pending, made = [], made + 1
             k += 1
         if pending:
             prose_words = sum(words(i.text()) for i in pending)
             if made and len(pending) <= 2 and prose_words <= 120:
-                last = self.slides[-1]
+                last = last_anchor
                 last.notes += notes_html(pending, budget=NOTES_WORDS // 2)
             else:
                 self.key_sentences(title, pending)
@@ -846,6 +1104,38 @@ class DeckMaker:
                     return sentence, None
         return None, None
 
+    def widget_slide(self, section_title: str, item: Item):
+        """"Try it": a widget's first view as the static book opens it, the controls a reader moves, and
+        the chapter's words on what to move and what to look for. A widget whose state carries no
+        picture says so in one line instead. The slide takes the heading over it as a kicker but
+        leaves it to the slide it belongs to."""
+        view = item.widget
+        topic = TRY_IT_TITLE.sub("", section_title.strip())
+        if topic:
+            topic = heading_html(topic[:1].upper() + topic[1:])
+        else:  # a section called "Try it": the chapter's subject
+            topic = html.escape(re.sub(r"^\d+\.\s*", "", self.title))
+        lead = widget_lead(item.body)
+        lead_html = f'<p class="lead">{render_inline(lead).strip()}</p>' if lead else ""
+        controls = controls_html(view.controls)
+        if view.picture:
+            alt = html.escape(view.alt or f"{re.sub(r'<[^>]+>', '', topic)}: the widget as it opens", quote=True)
+            size = f' width="{view.width}" height="{view.height}"' if view.width and view.height else ""
+            body = (f'<div class="try-it"><div class="try-picture"><img class="widget-frame" src="{view.picture}" '
+                    f'alt="{alt}"{size}></div>\n<div class="try-side">{lead_html}{controls}</div></div>')
+        else:
+            why = ("the book's static page shows this widget without a picture: it needs a running kernel"
+                   if view.state_kept else "the notebook kept no state for this widget: it shows only with a kernel")
+            body = (f'<p class="no-picture">No picture here: {why} (open the chapter in Colab or Jupyter).</p>\n'
+                    f"{lead_html}{controls}")
+        notes = widget_notes(item.body)
+        if view.alt:  # the numbers the widget reads out beside the picture, for the one who presents it
+            notes += f"<p>As it opens, the widget reads: {html.escape(tidy_readout(view.alt), quote=False)}</p>"
+        if not notes:
+            notes = "<p>The widget is shown as it opens; move its controls in the chapter's notebook.</p>"
+        kicker = self.kicker
+        self.slides.append(Slide(f"Try it: {topic}", body, notes, "try-it-slide", kicker))
+
     def key_sentences(self, title: str, prose: list[Item]):
         """A slide for prose with nothing to show: the sentence of each paragraph that states its idea."""
         chosen = []
@@ -867,6 +1157,9 @@ class DeckMaker:
     def exercises(self, section: Section):
         intro: list[Item] = []
         for item in section.items:
+            if item.kind == "widget":
+                self.widget_slide(section.title, item)
+                continue
             if item.kind != "exercise":
                 if item.kind == "para":
                     intro.append(item)
@@ -952,9 +1245,12 @@ def player_with_icons(page: str) -> str:
 # ----------------------------------------------------------------------------
 
 
-def chapter_slides(nb, values: dict, name: str, *, first_exercise: int = 1) -> tuple[str, list[str], int]:
-    """The title, the slides (HTML sections) and the number of exercises of one executed chapter."""
-    reader = ChapterReader(name, values, first_exercise=first_exercise)
+def chapter_slides(nb, values: dict, name: str, *, first_exercise: int = 1,
+                   pages: Path | None = None) -> tuple[str, list[str], int]:
+    """The title, the slides (HTML sections) and the number of exercises of one executed chapter.
+
+    ``pages``: the built HTML chapters' folder, where the widgets' pictures are."""
+    reader = ChapterReader(name, values, first_exercise=first_exercise, models=widget_states(nb), pages=pages)
     title, slides = DeckMaker(name, reader.read(nb)).make()
     return title, [s.html() for s in slides], reader.exercises
 
@@ -995,6 +1291,17 @@ PAGE = """<!doctype html>
 .reveal .anim-icon {{ width: 18px; height: 18px; }}
 .reveal .anim-state {{ font-size: .6em; }}
 .reveal input[type=range].anim-slider {{ width: 420px; }}
+.reveal .try-it {{ display: flex; gap: 36px; align-items: center; justify-content: center; }}
+.reveal .try-picture {{ flex: 0 1 auto; min-width: 0; }}
+.reveal section img.widget-frame {{ display: block; width: auto; height: auto; max-width: 720px; max-height: 620px;
+  margin: 0; border: 0; box-shadow: none; }}
+.reveal .try-side {{ flex: 1 1 380px; max-width: 480px; }}
+.reveal .try-side p {{ margin: 0 0 .7em; }}
+.reveal .try-side p.lead {{ font-size: .8em; }}
+.reveal .widget-controls {{ font-size: .72em; }}
+.reveal .widget-controls p {{ margin: 0 0 .2em; }}
+.reveal .widget-controls ul {{ margin: 0 0 0 1.1em; }} .reveal .widget-controls li {{ margin: .1em 0; }}
+.reveal p.no-picture {{ font-size: .8em; border-left: 8px solid #888; padding: .3em .8em; background: #f4f4f4; }}
 </style>
 </head><body>
 <div class="reveal"><div class="slides">
@@ -1030,8 +1337,13 @@ Keys: arrows to move, <kbd>s</kbd> speaker view (with the notes), <kbd>f</kbd> f
 """
 
 
-def build(executed: Path, out: Path) -> list[Path]:
-    """Write a deck per executed chapter into ``out``; return the deck paths."""
+def build(executed: Path, out: Path, *, pages: Path | None = None) -> list[Path]:
+    """Write a deck per executed chapter into ``out``; return the deck paths.
+
+    ``pages``: the built HTML chapters (the widgets' pictures are files beside them); by default
+    the build's ``html/`` folder beside ``jupyter_execute/``: ``_build/html/notebooks``."""
+    if pages is None:
+        pages = executed.parent.parent / "html" / executed.name
     notebooks = sorted(executed.glob("*.ipynb"))
     if not notebooks:
         raise SlideError(f"no executed chapters in {executed}: build the book first (scripts/build_book.sh)")
@@ -1046,7 +1358,8 @@ def build(executed: Path, out: Path) -> list[Path]:
     for path in notebooks:  # book order
         nb = nbformat.read(path, as_version=4)
         values = load_glue(path.with_suffix(".glue.json"))
-        title, sections, exercises = chapter_slides(nb, values, path.stem, first_exercise=first_exercise)
+        title, sections, exercises = chapter_slides(nb, values, path.stem, first_exercise=first_exercise,
+                                                    pages=pages)
         first_exercise += exercises
         deck = out / f"{path.stem}.html"
         deck.write_text(PAGE.format(title=html.escape(title), sections="\n".join(sections)))
@@ -1062,9 +1375,12 @@ def main(argv=None) -> int:
                         help="the book build's executed chapters (default: %(default)s)")
     parser.add_argument("--out", type=Path, default=ROOT / "_build" / "slides",
                         help="where the decks go (default: %(default)s)")
+    parser.add_argument("--html", type=Path, default=None,
+                        help="the built HTML chapters, where the widgets' pictures are (default: html/ beside "
+                             "the executed chapters' folder, e.g. _build/html/notebooks)")
     args = parser.parse_args(argv)
     try:
-        decks = build(args.executed, args.out)
+        decks = build(args.executed, args.out, pages=args.html)
     except SlideError as exc:
         print(f"slides: {exc}", file=sys.stderr)
         return 1
