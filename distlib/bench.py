@@ -341,6 +341,16 @@ def _check_cli(ns) -> None:
         raise BadInput(f"-f/--stepfactor {ns.stepfactor:.10g} from -b {ns.minbytes} to -e {ns.maxbytes} makes more than "
                        f"{MAX_SIZES} sizes; use a larger factor or a narrower range")  # fmt: skip
     ranks = _ranks_of(ns)
+    if ranks is not None and (ns.nodes is not None or ns.link_gbit is not None):
+        nodes = 2 if ns.nodes is None else ns.nodes
+        if not 1 <= nodes <= 64:
+            raise BadInput(f"--nodes must be between 1 and 64, got {nodes}")
+        if ranks < nodes or ranks % nodes:
+            raise BadInput(f"--ranks must be a positive multiple of --nodes ({nodes}), got {ranks}")
+        if ns.link_gbit is not None and not (math.isfinite(ns.link_gbit) and 0.01 <= ns.link_gbit <= 100):
+            raise BadInput(f"--link-gbit must be between 0.01 and 100 (Gbit/s per direction), got {ns.link_gbit:g}")
+        if ns.engine == "nccl":
+            raise BadInput("--nodes: the mini cluster runs CPU engines (--engine mpi or gloo); NCCL needs GPUs")
     if ranks is not None:
         most = max_ranks()
         if not 1 <= ranks <= most:
@@ -744,20 +754,8 @@ def _run_on_mini_cluster(argv, ns) -> int:
     from distlib.engines.launch import RunError, run_mpi, run_torch
     from distlib.minicluster import MiniClusterUnavailable, mini_cluster
 
-    nodes = 2 if ns.nodes is None else ns.nodes
+    nodes = 2 if ns.nodes is None else ns.nodes  # checked with the rest in _check_cli
     ranks = 2 * nodes if ns.ranks is None else ns.ranks
-    if not 1 <= nodes <= 64:
-        print(f"--nodes must be between 1 and 64, got {nodes}", file=sys.stderr)
-        return 2
-    if ranks < nodes or ranks % nodes:
-        print(f"--ranks must be a positive multiple of --nodes ({nodes}), got {ranks}", file=sys.stderr)
-        return 2
-    if ns.link_gbit is not None and not 0.01 <= ns.link_gbit <= 100:
-        print(f"--link-gbit must be between 0.01 and 100 (Gbit/s per direction), got {ns.link_gbit:g}", file=sys.stderr)
-        return 2
-    if ns.engine == "nccl":
-        print("--nodes: the mini cluster runs CPU engines (--engine mpi or gloo); NCCL needs GPUs", file=sys.stderr)
-        return 2
     try:
         cluster_cm = mini_cluster(nodes, link_gbit=ns.link_gbit)
         cluster = cluster_cm.__enter__()
