@@ -1002,6 +1002,8 @@ class DeckMaker:
             item = items[k]
             if item.kind == "widget":  # a slide of its own, between the others, which it leaves as they were
                 self.widget_slide(section.title, item)
+                # the prose that tells the reader what to move is the widget slide's now: no second slide of it
+                pending = [p for p in pending if not any(p is b for b in item.body)]
                 k += 1
                 continue
             if item.kind not in ANCHORS or (item.kind == "code" and item_lines(item) > CODE_LINES):
