@@ -36,6 +36,9 @@ MODEL_MODULES = {
     "distlib", "distlib._check", "distlib.ring", "distlib.cluster", "distlib.walls", "distlib.hardware",
     "distlib.roofline", "distlib.measure", "distlib.topology", "distlib.collectives", "distlib.gpu_cluster",
     "distlib.overlap", "distlib.measure_overlap", "distlib.units", "distlib.fmt", "distlib.notebook",
+    # the parts distlib.topology re-exports (one concept each)
+    "distlib.topology_graphs", "distlib.topology_network", "distlib.topology_paths", "distlib.topology_bisection",
+    "distlib.topology_formulas", "distlib.topology_ring",
 }
 #: Top-level modules that start processes (the benchmark CLI, the mini cluster): not models.
 LAUNCHERS = {"distlib.bench", "distlib.minicluster"}
