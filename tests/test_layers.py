@@ -42,6 +42,8 @@ MODEL_MODULES = {
     # the parts distlib.collectives re-exports (one concept each)
     "distlib.collective_names", "distlib.collective_costs", "distlib.collective_busbw", "distlib.collective_fit",
     "distlib.nccl_tables",
+    # the parts distlib.overlap re-exports (one concept each)
+    "distlib.overlap_schedule", "distlib.overlap_formulas", "distlib.overlap_buckets", "distlib.overlap_ddp",
 }
 #: Top-level modules that start processes (the benchmark CLI, the mini cluster): not models.
 LAUNCHERS = {"distlib.bench", "distlib.minicluster"}
