@@ -50,6 +50,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ._check import check_int, check_real
+from .bench.results import Race, RaceRow  # their home; here for older callers
 
 __all__ = [
     "MiniClusterUnavailable",
@@ -489,118 +490,17 @@ def mini_cluster(nodes: int = 2, *, link_gbit: float | None = 2.0):
                 signal.signal(signal.SIGTERM, previous)
 
 
-@dataclass(frozen=True)
-class RaceRow:
-    """One buffer size of a :func:`race`: per algorithm, median seconds, bus bandwidth (bytes/s), wrong elements."""
+def __getattr__(name: str):
+    """``race``, which moved to :func:`distlib.bench.race` (it runs the bench on a cluster made here).
 
-    n_bytes: int
-    seconds: dict
-    busbw: dict
-    wrong: dict
-
-
-@dataclass(frozen=True)
-class Race:
-    """All-reduce algorithms timed on a mini cluster (:func:`race`).
-
-    Attributes
-    ----------
-    nodes, p : int
-        Nodes, and ranks in all (``p / nodes`` per node).
-    link_gbit : float or None
-        Each node's link, Gbit/s per direction (``None``: unthrottled).
-    engine : str
-    algorithms : tuple of str
-        As timed (``"builtin"`` first).
-    rows : list of RaceRow
-    link_bytes : dict
-        Hostname -> :class:`LinkBytes` the run put on that node's link.
-    memcpy_bandwidth : float
-        Bytes/s of one large memory copy on this machine (the bench's reference).
-    transport : str
+    Found there when asked for, so that this module, which the bench
+    imports, imports nothing of the bench's launchers in turn.
     """
+    if name == "race":
+        import importlib
 
-    nodes: int
-    p: int
-    link_gbit: float | None
-    engine: str
-    algorithms: tuple
-    rows: list
-    link_bytes: dict
-    memcpy_bandwidth: float
-    transport: str
-
-    @property
-    def link_bandwidth(self) -> float | None:
-        """The link's rate in bytes/s per direction (``None`` if unthrottled)."""
-        return None if self.link_gbit is None else self.link_gbit * 1e9 / 8
-
-    def gain(self, n_bytes: int, *, fast: str = "hierarchical", slow: str = "ring") -> float:
-        """How many times faster ``fast`` ran than ``slow`` at ``n_bytes``."""
-        row = next((r for r in self.rows if r.n_bytes == n_bytes), None)
-        if row is None:
-            raise ValueError(f"n_bytes must be one of the sizes raced, {[r.n_bytes for r in self.rows]}; got {n_bytes}")
-        return row.seconds[slow] / row.seconds[fast]
-
-    def predicted_busbw(self, algorithm: str, n_bytes: int, *, alpha_intra: float = 0.0, alpha_inter: float = 0.0) -> float:
-        """What the two-level alpha-beta model predicts for this cluster (bytes/s of bus bandwidth).
-
-        Links between nodes at the rate set; inside a node the machine's
-        memory-copy bandwidth (shared memory: one copy per byte).
-        :func:`distlib.collectives.two_level_allreduce_time` is the model.
-        """
-        from .collectives import bus_bandwidth, two_level_allreduce_time
-
-        if self.link_bandwidth is None:
-            raise ValueError("predicted_busbw needs a throttled link (link_gbit)")
-        t = two_level_allreduce_time(n_bytes, self.nodes, self.p // self.nodes, alpha_intra=alpha_intra,
-                                     bandwidth_intra=self.memcpy_bandwidth, alpha_inter=alpha_inter,
-                                     bandwidth_inter=self.link_bandwidth, algorithm=algorithm)  # fmt: skip
-        return bus_bandwidth("allreduce", n_bytes, self.p, t)
-
-
-def race(*, nodes: int = 2, ranks: int = 4, link_gbit: float | None = 2.0, sizes=(1 << 20, 16 << 20),
-         algorithms=("ring", "hierarchical"), engine: str = "mpi", iters: int = 5, timeout: float = 300.0) -> Race:  # fmt: skip
-    """Make a mini cluster, run ``python -m distlib.bench allreduce`` across it, remove it; the results typed.
-
-    The same run as ``python -m distlib.bench allreduce --engine mpi --nodes
-    2 --ranks 4 --link-gbit 2 --algorithms ring,hierarchical``, for the
-    sizes given (bytes per rank).
-
-    Raises
-    ------
-    MiniClusterUnavailable
-        Where the machine cannot host one (the message says why).
-    """
-    from ._check import check_choice
-    from .bench import BenchResult
-    from .engines.launch import run_mpi, run_torch
-
-    engine = check_choice("engine", engine, ["mpi", "gloo"])
-    ranks = check_int("ranks", ranks, minimum=1)
-    iters = check_int("iters", iters, minimum=1)
-    sizes = [check_int("sizes[i]", s, minimum=4) for s in sizes]
-    if not sizes:
-        raise ValueError("sizes must name at least one buffer size in bytes")
-    algorithms = [check_choice("algorithms[i]", a, ["ring", "tree", "halving_doubling", "recursive_doubling",
-                                                       "hierarchical"]) for a in algorithms]  # fmt: skip
-    rows = []
-    with mini_cluster(nodes, link_gbit=link_gbit) as cluster:
-        for n_bytes in sizes:  # one run per size: -b = -e
-            args = ["allreduce", "--engine", engine, "--ranks", str(ranks), "--nodes", str(nodes), "-b", str(n_bytes),
-                    "-e", str(n_bytes), "--algorithms", ",".join(algorithms), "-n", str(iters), "-w", "1", "--json",
-                    "--quiet"]  # fmt: skip
-            if engine == "mpi":
-                result = run_mpi("distlib.bench", ranks, args=args, timeout=timeout, cluster=cluster)
-            else:
-                result = run_torch("distlib.bench:_torch_rank_main", ranks, args=args, timeout=timeout, cluster=cluster)
-            bench = BenchResult.from_json(result.stdout[0])
-            rows += [RaceRow(row.n_bytes, {k: v.seconds for k, v in row.results.items()},
-                             {k: v.busbw for k, v in row.results.items()},
-                             {k: v.wrong for k, v in row.results.items()}) for row in bench.rows]  # fmt: skip
-        links = {node.hostname: cluster.link_bytes(node) for node in cluster.nodes}
-    return Race(nodes, ranks, link_gbit, engine, bench.algorithms, rows, links, bench.memcpy_bandwidth,
-                bench.transport)  # fmt: skip
+        return importlib.import_module("distlib.bench.launch").race
+    raise AttributeError(f"module 'distlib.minicluster' has no attribute {name!r}")
 
 
 def _main(argv=None) -> int:  # pragma: no cover - a manual check

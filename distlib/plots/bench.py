@@ -1,8 +1,8 @@
 """Drawings of benchmark results: ``python -m distlib.bench`` sweeps and nccl-tests tables.
 
 One function per kind of result, used by every chapter that shows one:
-:func:`plot_bench` draws a :class:`distlib.bench.BenchResult` (chapters 6 and
-7), :func:`plot_predicted_table` the cluster model's predicted nccl-tests
+:func:`plot_bench` draws a :class:`distlib.bench.results.BenchResult` (chapters 6
+and 7), :func:`plot_predicted_table` the cluster model's predicted nccl-tests
 curve beside published figures (chapter 7).
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..bench import BenchResult
+from ..bench.results import BenchResult
 from .collectives import ALGORITHM_COLORS, ALGORITHM_LABELS, _for_phone, format_bytes_axis
 
 __all__ = ["BENCH_COLORS", "plot_bench", "plot_predicted_table"]
@@ -27,7 +27,7 @@ def plot_bench(ax, result: BenchResult, *, quantity="busbw", algorithms=None, bu
     ----------
     ax : matplotlib Axes
     result : BenchResult
-        From :func:`distlib.bench.run_bench` (or ``BenchResult.from_json``).
+        From :func:`distlib.bench.run_bench` (or ``BenchResult.from_dict`` of a saved ``--json``).
     quantity : {"busbw", "algbw", "seconds"}
         busbw and algbw are drawn in GB/s on a linear axis (log for algbw),
         seconds on log-log axes.
