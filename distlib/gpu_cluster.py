@@ -450,8 +450,23 @@ def _intra_bandwidth(c: GpuCluster, cal: Calibration) -> float:
     return bw
 
 
-def _candidates(collective: str, c: GpuCluster, cal: Calibration, *, algorithm=None, protocol=None) -> list:
-    p, n_nodes, ppn = c.p, c.nodes, c.gpus_per_node
+@dataclass(frozen=True)
+class _Fabric:
+    """What NCCL's tuner reads off a cluster before it scores the candidates (bytes/s)."""
+
+    p: int
+    nodes: int
+    ppn: int  # GPUs per node
+    intra: float  # a ring's bus bandwidth on the scale-up fabric
+    inter: float  # the NICs' rate NCCL reaches (inf on one node)
+    gen: str  # the GPU generation
+    nvls_alg: float  # NVLS algorithm bandwidth
+    ll_max: float  # the LL protocol's cap
+    log_nodes: int
+
+
+def _fabric(c: GpuCluster, cal: Calibration) -> _Fabric:
+    n_nodes = c.nodes
     intra = _intra_bandwidth(c, cal)
     inter = cal.nic_efficiency * c.nic_bandwidth if n_nodes > 1 else math.inf
     gen = _GENERATION.get(c.accelerator.name, "hopper")
@@ -459,59 +474,92 @@ def _candidates(collective: str, c: GpuCluster, cal: Calibration, *, algorithm=N
                 / _NVLS_EFFICIENCY["hopper"] * c.link_bandwidth)
     ll_max = _LL_MAX_BW_ONE_NODE[gen] if n_nodes == 1 else _LL_MAX_BW_NODES[2 if n_nodes == 2 else "more"]
     ll_max *= GB
-    intra_hw = "nvlink"
+    log_nodes = int(math.log2(n_nodes)) if n_nodes > 1 else 0
+    return _Fabric(c.p, n_nodes, c.gpus_per_node, intra, inter, gen, nvls_alg, ll_max, log_nodes)
+
+
+#: The scale-up fabric's name in the latency tables.
+_INTRA_HW = "nvlink"
+
+
+def _candidates(collective: str, c: GpuCluster, cal: Calibration, *, algorithm=None, protocol=None) -> list:
+    """Every algorithm/protocol pair NCCL would consider for ``collective`` on ``c``: the ring for
+    every collective; for an all-reduce on two or more GPUs also the tree and the in-network ones."""
+    f = _fabric(c, cal)
+    out = _ring_candidates(collective, f)
+    if collective == "allreduce" and f.p != 1:
+        out += _tree_candidates(f)
+        out += _in_network_candidates(c, f)
+    return _filter(out, algorithm, protocol)
+
+
+def _ring_steps(collective: str, p: int, n_nodes: int) -> tuple:
+    """``(steps, steps that cross the network)`` of NCCL's ring for ``collective``."""
     if collective == "allreduce":
-        nsteps, n_inter = 2 * (p - 1), (2 * (n_nodes - 1) if n_nodes > 1 else 0)
-    elif collective in ("allgather", "reduce_scatter"):
-        nsteps, n_inter = p - 1, (n_nodes - 1 if n_nodes > 1 else 0)
-    else:  # broadcast, reduce
-        nsteps, n_inter = p, (n_nodes if n_nodes > 1 else 0)
+        return 2 * (p - 1), (2 * (n_nodes - 1) if n_nodes > 1 else 0)
+    if collective in ("allgather", "reduce_scatter"):
+        return p - 1, (n_nodes - 1 if n_nodes > 1 else 0)
+    return p, (n_nodes if n_nodes > 1 else 0)  # broadcast, reduce
+
+
+def _net_latency(a: str, proto: str, ppn: int) -> float:
+    """One network step's latency, us. With one GPU per node latencies are fully exposed: NCCL uses
+    the tree's network latency for the ring."""
+    return _HW_LAT["net"]["tree" if ppn == 1 and a == "ring" else a][proto]
+
+
+def _ring_candidates(collective: str, f: _Fabric) -> list:
+    """The ring, every protocol: every collective."""
+    p, n_nodes = f.p, f.nodes
+    nsteps, n_inter = _ring_steps(collective, p, n_nodes)
     out = []
-
-    def lat(a, proto):
-        return _BASE_LAT[a][proto]
-
-    def inter_lat(a, proto):
-        # With one GPU per node latencies are fully exposed: NCCL uses the tree's network latency.
-        return _HW_LAT["net"]["tree" if ppn == 1 and a == "ring" else a][proto]
-
-    # Ring: every collective.
-    ring_bus = min(intra, inter)
+    ring_bus = min(f.intra, f.inter)
     for proto in NCCL_PROTOCOLS:
         bus = ring_bus
         if proto == "LL":
-            bus = min(ll_max, bus * 0.5)
+            bus = min(f.ll_max, bus * 0.5)
         elif proto == "LL128":
             bus = bus * 0.92
         ratio = p / nsteps if collective in ("allreduce", "allgather", "reduce_scatter") else 1.0
         algbw = bus * ratio
-        intra_lat = _HW_LAT[intra_hw]["ring"][proto]
+        intra_lat = _HW_LAT[_INTRA_HW]["ring"][proto]
         if collective in ("broadcast", "reduce"):
-            latency = lat("ring", proto) + nsteps * (_HW_LAT["net" if n_nodes > 1 else intra_hw]
-                                                     ["tree" if proto == "Simple" else "ring"][proto])
+            latency = _BASE_LAT["ring"][proto] + nsteps * (_HW_LAT["net" if n_nodes > 1 else _INTRA_HW]
+                                                           ["tree" if proto == "Simple" else "ring"][proto])
         else:
             if n_nodes > 1:
                 intra_lat = max(intra_lat, _NET_OVERHEAD * (3 if proto == "Simple" else 1))
-            latency = lat("ring", proto) + (nsteps - n_inter) * intra_lat + n_inter * inter_lat("ring", proto)
+            latency = (_BASE_LAT["ring"][proto] + (nsteps - n_inter) * intra_lat
+                       + n_inter * _net_latency("ring", proto, f.ppn))
         out.append(Candidate("ring", proto, latency * US, algbw))
-    if collective != "allreduce" or p == 1:
-        return _filter(out, algorithm, protocol)
-    log_nodes = int(math.log2(n_nodes)) if n_nodes > 1 else 0
-    # Tree: chains in each node, a double binary tree across nodes.
-    tree_bus = 0.92 * (intra if n_nodes <= 2 else inter)
+    return out
+
+
+def _tree_candidates(f: _Fabric) -> list:
+    """The tree, every protocol (all-reduce): chains in each node, a double binary tree across nodes."""
+    n_nodes, ppn = f.nodes, f.ppn
+    out = []
+    tree_bus = 0.92 * (f.intra if n_nodes <= 2 else f.inter)
     for proto in NCCL_PROTOCOLS:
         bus = tree_bus
         if proto == "LL":
-            bus = min(bus / 3.8, ll_max)
+            bus = min(bus / 3.8, f.ll_max)
         elif proto == "LL128":
             bus = bus * (7 / 9 if n_nodes == 1 else 120 / 128)
         algbw = 0.5 * bus
         if n_nodes == 2:
             # Each half of the buffer crosses the network once each way: no faster than the NICs.
-            algbw = min(algbw, inter)
-        latency = lat("tree", proto) + 2 * ((ppn - 1) * _HW_LAT[intra_hw]["tree"][proto]
-                                            + log_nodes * _HW_LAT["net"]["tree"][proto])
+            algbw = min(algbw, f.inter)
+        latency = _BASE_LAT["tree"][proto] + 2 * ((ppn - 1) * _HW_LAT[_INTRA_HW]["tree"][proto]
+                                                  + f.log_nodes * _HW_LAT["net"]["tree"][proto])
         out.append(Candidate("tree", proto, latency * US, algbw))
+    return out
+
+
+def _in_network_candidates(c: GpuCluster, f: _Fabric) -> list:
+    """The algorithms that reduce in a switch (all-reduce, Simple protocol): NVLS, NVLSTree and CollNet."""
+    n_nodes, ppn, inter, nvls_alg, intra_hw = f.nodes, f.ppn, f.inter, f.nvls_alg, _INTRA_HW
+    out = []
     # NVLS in one node (and across nodes only with SHARP, as CollNet+NVLS).
     if c.nvls and (n_nodes == 1 or c.sharp):
         algbw = nvls_alg if n_nodes == 1 else min(nvls_alg, 5 / 6 * inter)
@@ -520,12 +568,12 @@ def _candidates(collective: str, c: GpuCluster, cal: Calibration, *, algorithm=N
     # NVLSTree: NVLS in the node, a tree across nodes; the network's rate halves beyond two nodes.
     if c.nvls and n_nodes > 1:
         algbw = min(nvls_alg, 5 / 6 * (inter if n_nodes <= 2 else inter / 2))
-        latency = _HW_LAT[intra_hw]["nvls_tree"]["Simple"] + 2 * log_nodes * _HW_LAT["net"]["nvls_tree"]["Simple"]
+        latency = _HW_LAT[intra_hw]["nvls_tree"]["Simple"] + 2 * f.log_nodes * _HW_LAT["net"]["nvls_tree"]["Simple"]
         out.append(Candidate("nvls_tree", "Simple", latency * US, algbw))
     # CollNet Direct: SHARP in the scale-out switches (needs one NIC per GPU to run at full rate).
     if c.sharp and n_nodes > 1:
-        bus = intra / max(1.0, ppn / c.nics - (ppn / c.nics - 1) / 2)
-        if gen in ("hopper", "blackwell"):
+        bus = f.intra / max(1.0, ppn / c.nics - (ppn / c.nics - 1) / 2)
+        if f.gen in ("hopper", "blackwell"):
             bus *= 0.85
         algbw = min(0.5 * bus, inter)
         latency = (2 * (min(1, ppn - 1) * _HW_LAT[intra_hw]["collnet_direct"]["Simple"] + (ppn - 1) * 0.4)
@@ -535,11 +583,11 @@ def _candidates(collective: str, c: GpuCluster, cal: Calibration, *, algorithm=N
     # busBw is the chain's NVLink rate; every byte goes up and down the chain (algbw = half), and
     # leaves the node once through the NICs.
     if c.sharp and n_nodes > 1:
-        algbw = min(0.5 * intra, inter)
+        algbw = min(0.5 * f.intra, inter)
         latency = (2 * (ppn - 1) * _HW_LAT[intra_hw]["collnet_chain"]["Simple"]
                    + _HW_LAT["net"]["tree" if ppn == 1 else "collnet_chain"]["Simple"])
         out.append(Candidate("collnet_chain", "Simple", latency * US, algbw))
-    return _filter(out, algorithm, protocol)
+    return out
 
 
 def _filter(cands, algorithm, protocol):

@@ -221,25 +221,38 @@ def simulate_ring_allreduce(buffers, *, op: str = "sum") -> RingTrace:
     check_choice("op", op, ["sum", "mean"])
 
     bounds = chunk_bounds(n, p)
+    state = _to_chunks(arr, bounds)
+    steps, bytes_sent = _run_ring(state, np.diff(bounds) * arr.dtype.itemsize)
+    result = _from_chunks(state, arr, bounds)
+    if op == "mean":
+        result = result / p
+    return RingTrace(result=result, steps=steps, bytes_sent=bytes_sent, bounds=bounds)
+
+
+def _to_chunks(arr: np.ndarray, bounds: np.ndarray) -> np.ndarray:
+    """A padded ``(rank, chunk, element)`` copy of the buffers, so each step moves all ``p`` chunks
+    with one fancy-indexed NumPy operation; padding stays zero."""
+    p, n = arr.shape
     sizes = np.diff(bounds)
     width = int(sizes.max()) if p else 0
-    itemsize = arr.dtype.itemsize
-    # Work in a padded (rank, chunk, element) layout so each step moves all p
-    # chunks with one fancy-indexed NumPy operation; padding stays zero.
-    even = n % p == 0
-    if even:  # the padded layout is the row layout: one copy, no padding
-        state = arr.reshape(p, p, width).copy()
-    else:
-        state = np.zeros((p, p, width), dtype=arr.dtype)
-        for c in range(p):
-            state[:, c, : sizes[c]] = arr[:, bounds[c] : bounds[c + 1]]
+    if n % p == 0:  # the padded layout is the row layout: one copy, no padding
+        return arr.reshape(p, p, width).copy()
+    state = np.zeros((p, p, width), dtype=arr.dtype)
+    for c in range(p):
+        state[:, c, : sizes[c]] = arr[:, bounds[c] : bounds[c + 1]]
+    return state
 
+
+def _run_ring(state: np.ndarray, chunk_bytes: np.ndarray) -> tuple:
+    """The ``2 (p - 1)`` steps in place on ``state``: ``p - 1`` of reduce-scatter, then ``p - 1`` of all-gather.
+
+    Returns the steps and the bytes each rank sent.
+    """
+    p = state.shape[0]
     ranks = np.arange(p)
     right = (ranks + 1) % p
-    chunk_bytes = sizes * itemsize
     steps: list[Step] = []
     bytes_sent = np.zeros(p, dtype=np.int64)
-
     for s in range(2 * (p - 1)):
         if s < p - 1:
             phase = REDUCE_SCATTER
@@ -252,16 +265,19 @@ def simulate_ring_allreduce(buffers, *, op: str = "sum") -> RingTrace:
             state[right, chunks] = state[ranks, chunks]
         steps.append(Step(s, phase, chunks, chunk_bytes))
         bytes_sent += chunk_bytes[chunks]
+    return steps, bytes_sent
 
-    if even:
-        result = state.reshape(p, n)
-    else:
-        result = np.empty_like(arr)
-        for c in range(p):
-            result[:, bounds[c] : bounds[c + 1]] = state[:, c, : sizes[c]]
-    if op == "mean":
-        result = result / p
-    return RingTrace(result=result, steps=steps, bytes_sent=bytes_sent, bounds=bounds)
+
+def _from_chunks(state: np.ndarray, arr: np.ndarray, bounds: np.ndarray) -> np.ndarray:
+    """Each rank's buffer back in row layout, padding dropped (the inverse of :func:`_to_chunks`)."""
+    p, n = arr.shape
+    if n % p == 0:
+        return state.reshape(p, n)
+    sizes = np.diff(bounds)
+    result = np.empty_like(arr)
+    for c in range(p):
+        result[:, bounds[c] : bounds[c + 1]] = state[:, c, : sizes[c]]
+    return result
 
 
 def ring_bytes_per_rank(n_bytes, p) -> float:

@@ -758,6 +758,26 @@ def three_walls(params, tokens, *, recipe="mixed_precision_adam", accelerator="H
     stage = zero_stage(stage).stage
     tokens_per_step = check_real("tokens_per_step", tokens_per_step, minimum=0, strict_min=True)
     alpha = check_real("alpha", alpha, minimum=0)
+    cluster, link_bandwidth = _walls_network(spec, chips, link_bandwidth, gpus_per_node, nic_bandwidth)
+    params, tokens = float(params), float(tokens)
+    steps = max(1, math.ceil(tokens / tokens_per_step))
+    comm_time, link_bandwidth = _walls_comm_time(params, spec, r, chips, stage, cluster, link_bandwidth, alpha)
+    time_one = training_time(params, tokens, flops_per_chip=spec.bf16_flops, mfu=mfu)
+    compute_cluster = time_one / chips
+    return Walls(params=params, tokens=tokens, recipe=r.name, accelerator=spec, mfu=mfu, chips=chips, stage=stage,
+                 tokens_per_step=tokens_per_step, link_bandwidth=link_bandwidth, alpha=alpha, flops=flops,
+                 state=model_state_bytes(params, recipe=r.name),
+                 state_per_gpu=zero_state_bytes_per_gpu(params, recipe=r.name, dp=chips, stage=stage),
+                 hbm_bytes=spec.hbm_bytes, time_one_chip=time_one, compute_time_cluster=compute_cluster,
+                 steps=steps, compute_time_per_step=compute_cluster / steps,
+                 comm_bytes_per_step=gradient_comm_bytes_per_gpu(params, chips, recipe=r.name, stage=stage),
+                 comm_time_per_step=comm_time, cluster=cluster)
+
+
+def _walls_network(spec, chips, link_bandwidth, gpus_per_node, nic_bandwidth) -> tuple:
+    """``(cluster, link_bandwidth)``: the NCCL cluster model for the table's NVIDIA GPUs when no
+    ``link_bandwidth`` is given (nodes of ``gpus_per_node``), else a flat ring on that link
+    (default: the chip's scale-up link) and no cluster."""
     cluster = None
     if link_bandwidth is None and spec.name in _CLUSTER_GPUS:
         from .gpu_cluster import gpu_cluster
@@ -772,41 +792,19 @@ def three_walls(params, tokens, *, recipe="mixed_precision_adam", accelerator="H
         link_bandwidth = spec.link_bandwidth
     if cluster is None:
         link_bandwidth = check_real("link_bandwidth", link_bandwidth, minimum=0, strict_min=True)
-    params = float(params)
-    tokens = float(tokens)
-    steps = max(1, math.ceil(tokens / tokens_per_step))
+    return cluster, link_bandwidth
+
+
+def _walls_comm_time(params, spec, r, chips, stage, cluster, link_bandwidth, alpha) -> tuple:
+    """``(seconds, link_bandwidth)`` of one step's gradient exchange: a flat ring's alpha-beta time,
+    or NCCL's all-reduce on ``cluster`` (whose bus bandwidth is then the link bandwidth reported)."""
     if cluster is None:
         comm_time = gradient_comm_time(params, chips, bandwidth=link_bandwidth, alpha=alpha, recipe=r.name,
                                        stage=stage)
-    else:
-        from .gpu_cluster import predict
+        return comm_time, link_bandwidth
+    from .gpu_cluster import predict
 
-        pred = predict("allreduce", params * r.grads, cluster)
-        # ZeRO-1/2 move the same bytes as an all-reduce (reduce-scatter + all-gather); ZeRO-3 adds an all-gather.
-        comm_time = pred.time * zero_stage(stage).traffic_factor
-        link_bandwidth = pred.busbw if chips > 1 else spec.link_bandwidth
-    time_one = training_time(params, tokens, flops_per_chip=spec.bf16_flops, mfu=mfu)
-    compute_cluster = time_one / chips
-    return Walls(
-        params=params,
-        tokens=tokens,
-        recipe=r.name,
-        accelerator=spec,
-        mfu=mfu,
-        chips=chips,
-        stage=stage,
-        tokens_per_step=tokens_per_step,
-        link_bandwidth=link_bandwidth,
-        alpha=alpha,
-        flops=flops,
-        state=model_state_bytes(params, recipe=r.name),
-        state_per_gpu=zero_state_bytes_per_gpu(params, recipe=r.name, dp=chips, stage=stage),
-        hbm_bytes=spec.hbm_bytes,
-        time_one_chip=time_one,
-        compute_time_cluster=compute_cluster,
-        steps=steps,
-        compute_time_per_step=compute_cluster / steps,
-        comm_bytes_per_step=gradient_comm_bytes_per_gpu(params, chips, recipe=r.name, stage=stage),
-        comm_time_per_step=comm_time,
-        cluster=cluster,
-    )
+    pred = predict("allreduce", params * r.grads, cluster)
+    # ZeRO-1/2 move the same bytes as an all-reduce (reduce-scatter + all-gather); ZeRO-3 adds an all-gather.
+    comm_time = pred.time * zero_stage(stage).traffic_factor
+    return comm_time, (pred.busbw if chips > 1 else spec.link_bandwidth)

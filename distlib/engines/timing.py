@@ -222,45 +222,13 @@ def compare_allreduce(
     p = comm.size
     data = pattern(count, comm.rank, dtype)
     buf = comm.from_numpy(data)
-    wrong = dict.fromkeys(algorithms)
     doing = {name: f"allreduce ({name}) of {count * np.dtype(dtype).itemsize} bytes" for name in algorithms}
-    for j, name in enumerate(algorithms):
-        note(doing[name])
-        if check:
-            if j:
-                buf[...] = comm.from_numpy(data)  # a fresh copy of the pattern
-            allreduce(comm, buf, algorithm=name)
-            wrong[name] = count_wrong(comm.to_numpy(buf), p, dtype)
+    wrong = _check_each(comm, buf, data, algorithms, doing, dtype=dtype, check=check)
     # Time on zeros: an in-place sum repeated thousands of times would grow
     # the pattern to overflow; 0 + 0 costs the same as any other addition.
     buf[...] = 0
-    batch = {}
-    for name in algorithms:
-        note(doing[name])
-        for _ in range(warmup):
-            allreduce(comm, buf, algorithm=name)
-        comm.barrier()
-        comm.synchronize()
-        t0 = comm.wtime()
-        allreduce(comm, buf, algorithm=name)
-        comm.synchronize()
-        estimate = comm.wtime() - t0
-        # Calls per sample: enough to last min_sample (rank 0 decides for all).
-        batch[name] = int(comm.bcast_object(int(min(1000, max(1, math.ceil(min_sample / max(estimate, 1e-7)))))))
-    samples = np.empty((len(algorithms), iters))
-    for k in range(iters):
-        for j, name in enumerate(algorithms):
-            note(doing[name])
-            comm.barrier()
-            comm.synchronize()
-            t0 = comm.wtime()
-            for _ in range(batch[name]):
-                allreduce(comm, buf, algorithm=name)
-            comm.synchronize()
-            samples[j, k] = (comm.wtime() - t0) / batch[name]
-    slowest = comm.from_numpy(samples.ravel())
-    comm.allreduce(slowest, op="max")  # a collective ends when its last rank does
-    samples = comm.to_numpy(slowest).astype(float).reshape(len(algorithms), iters)
+    batch = _batch_sizes(comm, buf, algorithms, doing, warmup=warmup, min_sample=min_sample)
+    samples = _interleaved_samples(comm, buf, algorithms, doing, batch, iters=iters)
     return {
         name: AllreduceTiming(
             n_bytes=count * np.dtype(dtype).itemsize,
@@ -275,3 +243,53 @@ def compare_allreduce(
         )
         for j, name in enumerate(algorithms)
     }
+
+
+def _check_each(comm, buf, data, algorithms, doing, *, dtype, check) -> dict:
+    """Run each algorithm once on a fresh copy of the pattern: ``name -> wrong elements`` (None unchecked)."""
+    wrong = dict.fromkeys(algorithms)
+    for j, name in enumerate(algorithms):
+        note(doing[name])
+        if check:
+            if j:
+                buf[...] = comm.from_numpy(data)  # a fresh copy of the pattern
+            allreduce(comm, buf, algorithm=name)
+            wrong[name] = count_wrong(comm.to_numpy(buf), comm.size, dtype)
+    return wrong
+
+
+def _batch_sizes(comm, buf, algorithms, doing, *, warmup, min_sample) -> dict:
+    """Warm each algorithm up, time one call, and choose ``name -> calls per sample`` (enough to last
+    ``min_sample`` seconds; rank 0 decides for all)."""
+    batch = {}
+    for name in algorithms:
+        note(doing[name])
+        for _ in range(warmup):
+            allreduce(comm, buf, algorithm=name)
+        comm.barrier()
+        comm.synchronize()
+        t0 = comm.wtime()
+        allreduce(comm, buf, algorithm=name)
+        comm.synchronize()
+        estimate = comm.wtime() - t0
+        batch[name] = int(comm.bcast_object(int(min(1000, max(1, math.ceil(min_sample / max(estimate, 1e-7)))))))
+    return batch
+
+
+def _interleaved_samples(comm, buf, algorithms, doing, batch, *, iters) -> np.ndarray:
+    """Seconds per call, ``(algorithm, sample)``: sample ``k`` runs every algorithm once, one after the
+    other; each sample is the slowest rank's (a collective ends when its last rank does)."""
+    samples = np.empty((len(algorithms), iters))
+    for k in range(iters):
+        for j, name in enumerate(algorithms):
+            note(doing[name])
+            comm.barrier()
+            comm.synchronize()
+            t0 = comm.wtime()
+            for _ in range(batch[name]):
+                allreduce(comm, buf, algorithm=name)
+            comm.synchronize()
+            samples[j, k] = (comm.wtime() - t0) / batch[name]
+    slowest = comm.from_numpy(samples.ravel())
+    comm.allreduce(slowest, op="max")
+    return comm.to_numpy(slowest).astype(float).reshape(len(algorithms), iters)
