@@ -64,7 +64,6 @@ import socket
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import uuid
 from contextlib import contextmanager
@@ -73,7 +72,17 @@ from pathlib import Path
 
 from .._check import check_choice, check_int, check_real
 from ._isolate import cma_available, network_prefix
-from .progress import DEFAULT_STALL, LAUNCHER_VAR, Stall, Watchdog, _prctl, launcher_tag, tie_to_parent
+from ._processes import (  # noqa: F401 - stray_processes and RUN_ID_VAR are public here
+    RUN_ID_VAR,
+    STOP_GRACE,
+    _Leftovers,
+    _Processes,
+    _Signalled,
+    _stop_on_signals,
+    stray_processes,
+)
+from .placement import check_placement
+from .progress import DEFAULT_STALL, LAUNCHER_VAR, Stall, Watchdog, launcher_tag
 
 __all__ = [
     "RunResult",
@@ -95,7 +104,6 @@ __all__ = [
     "failure_report",
 ]
 
-RUN_ID_VAR = "DISTLIB_RUN_ID"
 
 # Environment both engines get unless the caller sets it: one BLAS/OpenMP
 # thread per rank (ranks already fill the cores) and unbuffered output.
@@ -347,230 +355,6 @@ def find_mpiexec() -> str:
     raise FileNotFoundError(f"MPICH's mpiexec not found{found}; pip install mpi4py mpich")
 
 
-def _tagged(run_id: str) -> dict:
-    """``{pid: environ bytes}`` of live processes tagged ``DISTLIB_RUN_ID=run_id`` (Linux /proc)."""
-    marker = f"{RUN_ID_VAR}={run_id}".encode()
-    me = os.getpid()
-    found = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit() or int(entry.name) == me:
-            continue
-        try:
-            env = (entry / "environ").read_bytes()
-            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
-        except (OSError, IndexError):
-            continue
-        if state != "Z" and marker in env.split(b"\0"):
-            found[int(entry.name)] = env
-    return found
-
-
-def stray_processes(run_id: str) -> list:
-    """PIDs of live processes whose environment carries ``DISTLIB_RUN_ID=run_id``."""
-    if Path("/proc").is_dir():
-        return sorted(_tagged(run_id))
-    try:  # not Linux (no /proc): psutil, a dependency of the library
-        import psutil
-    except ImportError:  # pragma: no cover - a broken install; nothing to find with
-        return []
-    pids = []
-    for proc in psutil.process_iter(["pid"]):  # pragma: no cover - non-Linux
-        try:
-            if (proc.pid != os.getpid() and proc.environ().get(RUN_ID_VAR) == run_id
-                    and proc.status() != psutil.STATUS_ZOMBIE):
-                pids.append(proc.pid)
-        except (psutil.Error, OSError):
-            continue
-    return sorted(pids)
-
-
-def _kill_group(pid: int, sig=signal.SIGKILL) -> None:
-    try:
-        os.killpg(pid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
-
-
-STOP_GRACE = 2.0
-"""Seconds between the ``SIGTERM`` that ends a failed run and the ``SIGKILL``: MPICH's processes remove their
-shared-memory segments on the way out, which a ``SIGKILL`` gives them no chance to do."""
-
-
-def _kill_run(run_id: str, popens, *, grace: float = 0.0) -> None:
-    """Stop every process of a run: ``SIGTERM`` and up to ``grace`` seconds to go, then ``SIGKILL`` for the
-    launchers' groups and anything tagged ``run_id``."""
-    alive = [p for p in popens if p.poll() is None]
-    strays = stray_processes(run_id) if grace > 0 else []
-    if grace > 0 and (alive or strays):
-        for proc in alive:
-            _kill_group(proc.pid, signal.SIGTERM)
-        for pid in strays:
-            try:
-                os.kill(pid, signal.SIGTERM)
-            except (ProcessLookupError, PermissionError):
-                pass
-        deadline = time.monotonic() + grace
-        while time.monotonic() < deadline and (any(p.poll() is None for p in popens) or stray_processes(run_id)):
-            time.sleep(0.05)
-    for proc in popens:
-        _kill_group(proc.pid)
-    for _ in range(50):
-        strays = stray_processes(run_id)
-        if not strays:
-            break
-        for pid in strays:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
-        time.sleep(0.02)
-    for proc in popens:
-        try:
-            proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:  # pragma: no cover
-            pass
-
-
-# What a failed MPI run can leave: MPICH's shared-memory segments, Hydra's files.
-_SHM = Path("/dev/shm")
-_LEFTOVER = re.compile(r"^(mpich|MPICH|hydra|\.hydra|ucx)")
-_WORKDIR = re.compile(r"^distlib-(mpi|torch|torchrun)-(\d+)-")
-ABANDONED_AFTER = 60.0
-"""Seconds after which an MPICH segment that no process holds counts as abandoned by an earlier run."""
-
-
-def _entries(folder: Path) -> set:
-    try:
-        return set(os.listdir(folder))
-    except OSError:
-        return set()
-
-
-def _held(paths) -> set:
-    """Those of ``paths`` that a live process has open or mapped (Linux ``/proc``)."""
-    wanted = {str(p) for p in paths}
-    held = set()
-    if not wanted or not Path("/proc").is_dir():
-        return wanted if wanted and not Path("/proc").is_dir() else held  # elsewhere: claim every one held
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            maps = (entry / "maps").read_text(errors="replace")
-        except OSError:
-            maps = ""
-        held |= {w for w in wanted if w in maps}
-        try:
-            for fd in (entry / "fd").iterdir():
-                target = os.readlink(fd)
-                if target in wanted:
-                    held.add(target)
-        except OSError:
-            pass
-        if held == wanted:
-            break
-    return held
-
-
-class _Leftovers:
-    """What a run may leave behind, noted before it starts and removed after it ends, on every path.
-
-    New entries of ``/dev/shm`` and the temp folder that MPICH, Hydra or UCX
-    made and no live process holds; and, from earlier runs whose launcher was
-    ``SIGKILL``-ed (no clean-up of its own ran), their work folders and any
-    MPICH segment no process has held for :data:`ABANDONED_AFTER` seconds.
-    """
-
-    def __init__(self):
-        self.tmp = Path(tempfile.gettempdir())
-        self.before = {_SHM: _entries(_SHM), self.tmp: _entries(self.tmp)}
-        self._sweep_abandoned()
-
-    def _remove(self, paths) -> list:
-        gone = []
-        held = _held(paths)
-        for path in paths:
-            if str(path) in held:
-                continue
-            try:
-                shutil.rmtree(path) if path.is_dir() and not path.is_symlink() else path.unlink()
-                gone.append(path)
-            except OSError:
-                continue
-        return gone
-
-    def _sweep_abandoned(self) -> None:
-        now = time.time()
-        dead = []
-        for name in self.before[self.tmp]:
-            m = _WORKDIR.match(name)
-            if m and not _pid_alive(int(m.group(2))):
-                dead.append(self.tmp / name)
-        for name in self.before[_SHM]:
-            path = _SHM / name
-            try:
-                old = now - path.stat().st_mtime > ABANDONED_AFTER
-            except OSError:
-                continue
-            if _LEFTOVER.match(name) and old:
-                dead.append(path)
-        if dead:
-            self._remove([p for p in dead])
-
-    def sweep(self) -> list:
-        """Remove what this run left; returns the paths removed."""
-        new = [folder / name for folder, before in self.before.items()
-               for name in _entries(folder) - before if _LEFTOVER.match(name)]  # fmt: skip
-        return self._remove(new) if new else []
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-class _Signalled(BaseException):
-    """A signal that ends the run, raised in the launcher's main thread by :func:`_stop_on_signals`."""
-
-    def __init__(self, signum: int):
-        super().__init__(signum)
-        self.signum = signum
-
-
-_STOP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP", "SIGQUIT") if hasattr(signal, name))
-
-
-@contextmanager
-def _stop_on_signals():
-    """While a run is up: SIGTERM, SIGHUP (a closed terminal, a dropped ssh) and SIGQUIT end it cleanly.
-
-    Only from the main thread (Python runs signal handlers there); the
-    previous handlers come back afterwards.
-    """
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def handler(signum, frame):
-        raise _Signalled(signum)
-
-    previous = {}
-    for sig in _STOP_SIGNALS:
-        try:
-            previous[sig] = signal.signal(sig, handler)
-        except (ValueError, OSError):  # pragma: no cover - not settable here
-            continue
-    try:
-        yield
-    finally:
-        for sig, old in previous.items():
-            signal.signal(sig, old)
-
 
 @contextmanager
 def _launching(procs, what: str):
@@ -586,97 +370,6 @@ def _launching(procs, what: str):
     finally:
         procs.stop()
         leftovers.sweep()
-
-
-class _Processes:
-    """The processes of one run (ranks, or launchers such as mpiexec and torchrun), on one host or many.
-
-    Each starts in a session of its own; threads pump its output and record
-    the order in which processes exit, so the first to fail is the one
-    blamed, not its victims. :meth:`wait` returns when all have exited, one
-    has failed, the time is up, or ``watch()`` (the progress watchdog, the
-    mini cluster's health) has something to say; :meth:`stop` ends every
-    process of the run, however it went. The one path every launcher here
-    takes: :func:`run_mpi` (one ``mpiexec``), :func:`run_torch` (one
-    process per rank, on one node or spread over a mini cluster's nodes) and
-    :func:`run_torchrun` (one ``torchrun`` agent per node).
-    """
-
-    def __init__(self, run_id: str):
-        self.run_id = run_id
-        self.procs: list = []
-        self.outs: list = []
-        self.errs: list = []
-        self.readers: list = []
-        self.exits: list = []
-        self.cond = threading.Condition()
-
-    def start(self, command, env, *, merge: bool = False, echo: bool = False) -> int:
-        # Tied to this process: if the launcher dies (even by SIGKILL), Linux kills what it started.
-        tie = tie_to_parent if _prctl() is not None else None
-        proc = subprocess.Popen(
-            command, env=env, start_new_session=True, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT if merge else subprocess.PIPE, text=True, errors="replace", preexec_fn=tie,
-        )  # fmt: skip
-        i = len(self.procs)
-        self.procs.append(proc)
-        out, err = [], []
-        self.outs.append(out)
-        self.errs.append(err)
-        mirrors = (sys.stdout, sys.stderr) if echo else (None, None)
-        streams = [(proc.stdout, out, mirrors[0])] + ([] if merge else [(proc.stderr, err, mirrors[1])])
-        for stream, sink, mirror in streams:
-            t = threading.Thread(target=_pump, args=(stream, sink, mirror), daemon=True)
-            t.start()
-            self.readers.append(t)
-        threading.Thread(target=self._waiter, args=(i, proc), daemon=True).start()
-        return i
-
-    def _waiter(self, i, proc) -> None:
-        proc.wait()
-        with self.cond:
-            self.exits.append(i)
-            self.cond.notify_all()
-
-    def wait(self, timeout: float, *, watch=None) -> tuple:
-        """``(first failed index or None, timed out?, the watch's message or None)``."""
-        deadline = time.monotonic() + timeout
-        while True:
-            with self.cond:
-                bad = [i for i in self.exits if self.procs[i].returncode != 0]
-                if bad:
-                    return bad[0], False, None
-                if len(self.exits) == len(self.procs):
-                    return None, False, None
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    return None, True, None
-                self.cond.wait(min(left, 0.5))
-            if watch is not None:
-                message = watch()
-                if message:
-                    return None, False, message
-
-    def stop(self) -> None:
-        _kill_run(self.run_id, self.procs, grace=STOP_GRACE)
-        for t in self.readers:
-            t.join(timeout=5)
-
-    def text(self, i: int, *, stderr: bool = False) -> str:
-        return "".join((self.errs if stderr else self.outs)[i])
-
-    @property
-    def codes(self) -> list:
-        return [p.returncode for p in self.procs]
-
-
-def _pump(stream, sink, mirror) -> None:
-    for line in iter(stream.readline, ""):
-        sink.append(line)
-        if mirror is not None:
-            mirror.write(line)
-            mirror.flush()
-    stream.close()
 
 
 def _watch(watchdog, cluster):
@@ -700,6 +393,86 @@ def _watch(watchdog, cluster):
 def _stalled(what: str, stall: Stall, result: RunResult) -> RunStalled:
     return RunStalled(f"{what} ended early: {stall}; every process of the run was stopped.", result, stall.rank,
                       stall.node, stall.kind)  # fmt: skip
+
+
+@dataclass
+class _Start:
+    """One process a plan starts: its argv and environment; ``merge`` folds stderr into stdout; ``echo``
+    copies its output here as it comes."""
+
+    argv: list
+    env: dict
+    merge: bool = False
+    echo: bool = False
+
+
+@dataclass
+class _Ended:
+    """How the processes of a run ended, as the one execution loop saw it, for the plan to read its results."""
+
+    procs: _Processes
+    failed: int | None
+    timed_out: bool
+    stalled: Stall | None
+    beats: list
+    gone: list
+    seconds: float
+
+
+@dataclass
+class _Plan:
+    """A run, planned: what to start, for how long, what to watch, and how to read and judge what it left.
+
+    The three launchers only build plans (:func:`_mpi_plan`, :func:`_torch_plan`, :func:`_torchrun_plan`);
+    :func:`_execute` runs every one of them the same way.
+    """
+
+    what: str
+    run_id: str
+    workdir: Path
+    starts: list
+    timeout: float
+    watchdog: Watchdog | None
+    cluster: object | None
+    collect: object
+    """``collect(ended) -> RunResult``: read the ranks' output, after every process has stopped."""
+    judge: object
+    """``judge(result, ended) -> RunError | None``: the failure to raise, if the run did not succeed."""
+
+
+def _execute(plan: _Plan, *, check: bool) -> RunResult:
+    """Start a plan's processes, wait, stop them all however the run ends, read and judge the result."""
+    procs = _Processes(plan.run_id)
+    start = time.monotonic()
+    try:
+        with _launching(procs, plan.what):
+            for one in plan.starts:
+                procs.start(one.argv, one.env, merge=one.merge, echo=one.echo)
+            failed, timed_out, stalled = procs.wait(plan.timeout, watch=_watch(plan.watchdog, plan.cluster))
+            watchdog = plan.watchdog
+            beats = watchdog.beats() if watchdog is not None else []
+            # Seen now, before the clean-up stops the rest: the ranks whose processes had already gone.
+            gone = [b.rank for b in watchdog.gone()] if watchdog is not None and failed is not None else []
+        ended = _Ended(procs, failed, timed_out, stalled, beats, gone, time.monotonic() - start)
+        result = plan.collect(ended)
+    finally:
+        shutil.rmtree(plan.workdir, ignore_errors=True)
+    if stalled:
+        result.returncode = 124
+        error = _stalled(plan.what, stalled, result)
+    else:
+        error = plan.judge(result, ended)
+    if error is not None and check:
+        raise error
+    return result
+
+
+def _new_run(kind: str, stall, behind) -> tuple:
+    """``(run id, work folder, watchdog or None)`` for a new run; the folder's name carries this process's pid, so
+    a later run can sweep it if this launcher dies without cleaning up."""
+    workdir = Path(tempfile.mkdtemp(prefix=f"distlib-{kind}-{os.getpid()}-"))
+    watchdog = Watchdog(workdir / "progress", stall=stall, behind=behind) if stall is not None else None
+    return uuid.uuid4().hex, workdir, watchdog
 
 
 def _ranks_per_node(n: int, cluster) -> int:
@@ -807,33 +580,17 @@ def run_mpi(target, n: int, *, args=(), timeout: float = 60.0, env=None, check: 
     """
     n = check_int("n", n, minimum=1)
     timeout = check_real("timeout", timeout, minimum=0, strict_min=True)
+    cluster = check_placement(cluster) if cluster is not None else None
+    return _execute(_mpi_plan(target, n, args, timeout, env, cluster, stall, behind), check=check)
+
+
+def _mpi_plan(target, n, args, timeout, env, cluster, stall, behind) -> _Plan:
+    """One ``mpiexec`` (in a loopback-only namespace here, or on the first node of ``cluster``)."""
     mpiexec = find_mpiexec()
-    run_id = uuid.uuid4().hex
-    workdir = Path(tempfile.mkdtemp(prefix=f"distlib-mpi-{os.getpid()}-"))
-    watchdog = Watchdog(workdir / "progress", stall=stall, behind=behind) if stall is not None else None
+    run_id, workdir, watchdog = _new_run("mpi", stall, behind)
     full_env = _base_env(run_id, env)
     full_env["MPIEXEC_TIMEOUT"] = str(max(1, math.ceil(timeout)))
-    if cluster is None:
-        prefix = list(network_prefix())
-        where = ["-host", "localhost"]
-        # Ranks talk through shared memory only: UCX (MPICH's network layer) opens
-        # no sockets at all, and OFI, should MPICH pick it, stays on loopback.
-        full_env.setdefault("UCX_TLS", "self,sm")
-        full_env.setdefault("FI_TCP_IFACE", "lo")
-        full_env.setdefault("HYDRA_IFACE", "lo")
-        network = "private" if prefix else "host"
-    else:
-        per_node = _ranks_per_node(n, cluster)
-        head = cluster.nodes[0]
-        prefix = cluster.prefix(head)
-        where = ["-f", str(cluster.hostfile(per_node)), "-launcher", "ssh", "-launcher-exec",
-                 str(cluster.launcher_exec()), "-iface", head.iface]  # fmt: skip
-        # Between nodes, TCP over the node's link only; inside a node MPICH's own
-        # shared memory (it knows which ranks share a node from the host file).
-        full_env.update({"UCX_TLS": "tcp,self", "UCX_NET_DEVICES": head.iface, "FI_TCP_IFACE": head.iface,
-                         "DISTLIB_CLUSTER": _cluster_words(cluster)})  # fmt: skip
-        full_env.pop("HYDRA_IFACE", None)
-        network = "mini cluster"
+    prefix, where, network = _mpi_placement(n, cluster, full_env)
     command = [
         *prefix, mpiexec, "-n", str(n), *where,
         "-outfile-pattern", str(workdir / "out.%r"), "-errfile-pattern", str(workdir / "err.%r"),
@@ -850,56 +607,65 @@ def run_mpi(target, n: int, *, args=(), timeout: float = 60.0, env=None, check: 
         # handshake, which cost more than the second copy saved at 8 KiB here
         # (`python benchmarks/bench_engines.py`, the 8 KiB row).
         full_env.setdefault("MPIR_CVAR_CH4_IPC_CMA_P2P_THRESHOLD", "16384")
-    start = time.monotonic()
-    procs = _Processes(run_id)
-    what = f"MPI run of {target!r} on {n} ranks"
-    stalled = None
-    try:
-        with _launching(procs, what):
-            procs.start(command, full_env, merge=True)
-            watch = _watch(watchdog, cluster)
-            failed, timed_out, stalled = procs.wait(timeout + 10, watch=watch)  # MPIEXEC_TIMEOUT acts first
-            beats = watchdog.beats() if watchdog is not None else []
-            # Seen now, before the clean-up stops the rest: the ranks whose processes had already gone.
-            gone = [b.rank for b in watchdog.gone()] if watchdog is not None and failed is not None else []
-        seconds = time.monotonic() - start
-        read = lambda path: path.read_text(errors="replace") if path.exists() else ""  # noqa: E731
-        result = RunResult(
+
+    def read(path: Path) -> str:
+        return path.read_text(errors="replace") if path.exists() else ""
+
+    def collect(ended: _Ended) -> RunResult:
+        return RunResult(
             stdout=[read(workdir / f"out.{r}") for r in range(n)],
             stderr=[read(workdir / f"err.{r}") for r in range(n)],
-            launcher=procs.text(0),
+            launcher=ended.procs.text(0),
             returncodes=[None] * n,
-            returncode=procs.codes[0],
-            seconds=seconds,
+            returncode=ended.procs.codes[0],
+            seconds=ended.seconds,
             command=command,
             run_id=run_id,
             network=network,
-            nodes={b.rank: b.node for b in beats},
-            pids={b.rank: b.pid for b in beats},
+            nodes={b.rank: b.node for b in ended.beats},
+            pids={b.rank: b.pid for b in ended.beats},
             ended={int(f.name.split(".")[1]): read(f).rstrip()
                    for f in sorted(notes.glob("ended.*"), key=lambda f: f.stat().st_mtime_ns)},
-            gone=gone,
-        )
-    finally:
-        shutil.rmtree(workdir, ignore_errors=True)
-    if stalled:
-        result.returncode = 124
-        if check:
-            raise _stalled(what, stalled, result)
-        return result
-    if timed_out or "APPLICATION TIMED OUT" in result.launcher:
-        result.returncode = result.returncode or 124
-        if check:
-            raise RunTimeout(
+            gone=ended.gone,
+        )  # fmt: skip
+
+    def judge(result: RunResult, ended: _Ended) -> RunError | None:
+        if ended.timed_out or "APPLICATION TIMED OUT" in result.launcher:
+            result.returncode = result.returncode or 124
+            return RunTimeout(
                 f"MPI run of {target!r} on {n} ranks did not finish within {timeout:g} s "
                 "(a deadlock, a hung rank, or a rank that left early while the others waited for it); "
                 "every process of the run was killed.",
                 result,
             )
-        return result
-    if result.returncode != 0 and check:
-        raise RunError(_mpi_failure_message(target, n, result), result, _failed_rank(result))
-    return result
+        if result.returncode != 0:
+            return RunError(_mpi_failure_message(target, n, result), result, _failed_rank(result))
+        return None
+
+    return _Plan(f"MPI run of {target!r} on {n} ranks", run_id, workdir, [_Start(command, full_env, merge=True)],
+                 timeout + 10, watchdog, cluster, collect, judge)  # fmt: skip  # (MPIEXEC_TIMEOUT acts first)
+
+
+def _mpi_placement(n: int, cluster, env: dict) -> tuple:
+    """``(argv prefix, mpiexec's placement flags, network)``; sets the transports in ``env``."""
+    if cluster is None:
+        prefix = list(network_prefix())
+        # Ranks talk through shared memory only: UCX (MPICH's network layer) opens
+        # no sockets at all, and OFI, should MPICH pick it, stays on loopback.
+        env.setdefault("UCX_TLS", "self,sm")
+        env.setdefault("FI_TCP_IFACE", "lo")
+        env.setdefault("HYDRA_IFACE", "lo")
+        return prefix, ["-host", "localhost"], "private" if prefix else "host"
+    per_node = _ranks_per_node(n, cluster)
+    head = cluster.nodes[0]
+    where = ["-f", str(cluster.hostfile(per_node)), "-launcher", "ssh", "-launcher-exec",
+             str(cluster.launcher_exec()), "-iface", head.iface]  # fmt: skip
+    # Between nodes, TCP over the node's link only; inside a node MPICH's own
+    # shared memory (it knows which ranks share a node from the host file).
+    env.update({"UCX_TLS": "tcp,self", "UCX_NET_DEVICES": head.iface, "FI_TCP_IFACE": head.iface,
+                "DISTLIB_CLUSTER": _cluster_words(cluster)})  # fmt: skip
+    env.pop("HYDRA_IFACE", None)
+    return cluster.prefix(0), where, "mini cluster"
 
 
 def _cluster_words(cluster) -> str:
@@ -947,7 +713,9 @@ def _mpi_failure_message(target, n, result: RunResult) -> str:
     else:
         how = f"mpiexec exited with status {result.returncode}"
     msg = [f"MPI run of {target!r} on {n} ranks failed: {how}; every process of the run was stopped."]
-    if rank is not None and result.ended.get(rank):  # whole, where the forwarded stderr may lack its end
+    if rank is not None and result.ended.get(rank, "").startswith("killed by signal"):
+        pass  # its guard's note, said above already
+    elif rank is not None and result.ended.get(rank):  # whole, where the forwarded stderr may lack its end
         msg.append(f"rank {rank} ended with:\n{_tail(result.ended[rank])}")
     elif rank is not None and result.stderr[rank].strip():
         msg.append(f"rank {rank} stderr:\n{_tail(result.stderr[rank])}")
@@ -1055,10 +823,15 @@ def run_torch(
         collective_timeout = max(1.0, timeout / 2)
     collective_timeout = check_real("collective_timeout", collective_timeout, minimum=0, strict_min=True)
     target = _torch_target(target)
+    cluster = check_placement(cluster) if cluster is not None else None
+    plan = _torch_plan(target, n, backend, args, timeout, collective_timeout, env, echo, cluster, stall, behind)
+    return _execute(plan, check=check)
+
+
+def _torch_plan(target, n, backend, args, timeout, collective_timeout, env, echo, cluster, stall, behind) -> _Plan:
+    """One process per rank, here or on its node of ``cluster``, meeting through a ``file://`` rendezvous."""
     per_node = _ranks_per_node(n, cluster) if cluster is not None else n
-    run_id = uuid.uuid4().hex
-    workdir = Path(tempfile.mkdtemp(prefix=f"distlib-torch-{os.getpid()}-"))
-    watchdog = Watchdog(workdir / "progress", stall=stall, behind=behind) if stall is not None else None
+    run_id, workdir, watchdog = _new_run("torch", stall, behind)
     iface = "lo" if cluster is None else cluster.nodes[0].iface
     base = _base_env(run_id, None)
     base.update(
@@ -1079,62 +852,58 @@ def run_torch(
     if env:
         base.update({str(k): str(v) for k, v in env.items()})
     command = [sys.executable, "-m", "distlib.engines._torch_worker", target, *map(str, args)]
-    procs = _Processes(run_id)
-    start = time.monotonic()
+    starts = [_Start([*([] if cluster is None else cluster.prefix(r // per_node)), *command],
+                     dict(base, RANK=str(r), LOCAL_RANK=str(r % per_node)), echo=echo and r == 0)
+              for r in range(n)]  # fmt: skip
     what = f"torch run of {target!r} on {n} ranks ({backend})"
-    stalled = None
-    try:
-        with _launching(procs, what):
-            for r in range(n):
-                rank_env = dict(base, RANK=str(r), LOCAL_RANK=str(r % per_node))
-                prefix = [] if cluster is None else cluster.prefix(r // per_node)
-                procs.start([*prefix, *command], rank_env, echo=echo and r == 0)
-            failed, timed_out, stalled = procs.wait(timeout, watch=_watch(watchdog, cluster))
-            beats = watchdog.beats() if watchdog is not None else []
-    finally:
-        shutil.rmtree(workdir, ignore_errors=True)
-    codes = procs.codes
-    nodes = {b.rank: b.node for b in beats}
-    result = RunResult(
-        stdout=[procs.text(r) for r in range(n)],
-        stderr=[procs.text(r, stderr=True) for r in range(n)],
-        launcher="",
-        returncodes=codes,
-        returncode=0 if failed is None and not timed_out and not stalled else (124 if (timed_out or stalled) else (codes[failed] or 1)),
-        seconds=time.monotonic() - start,
-        command=command,
-        run_id=run_id,
-        pids={r: p.pid for r, p in enumerate(procs.procs)},
-        network="host" if cluster is None else "mini cluster",
-        nodes=nodes,
-    )
-    if stalled:
-        if check:
-            raise _stalled(what, stalled, result)
-        return result
-    if timed_out:
-        if check:
-            raise RunTimeout(f"{what} did not finish within {timeout:g} s (a deadlock or a hung rank); "
-                             "every process of the run was killed.", result)  # fmt: skip
-        return result
-    if failed is not None and check:
-        code = codes[failed]
-        how = f"was killed by signal {-code}" if code < 0 else f"exited with status {code}"
-        node = nodes.get(failed) or (cluster.nodes[failed // per_node].hostname if cluster is not None else None)
-        on = f" on node {node}" if node and cluster is not None else ""
-        # Every rank that ended by itself with status 0 (the launcher only killed ranks still running).
-        # Not only those seen to end before the failed one: a rank that leaves early closes its
-        # connections as it exits, and the peer that fails on that can be seen first (1 run in 5
-        # with both cores busy).
-        left = [r for r in range(n) if r != failed and codes[r] == 0]
-        msg = [f"{what} failed: rank {failed}{on} {how}; every process of the run was stopped."]
-        if left:
-            msg.append(f"rank(s) {left} exited with status 0 before the run was stopped "
-                       "(a rank that leaves early stalls the others).")
-        if result.stderr[failed].strip():
-            msg.append(f"rank {failed} stderr:\n{_tail(result.stderr[failed])}")
-        raise RunError("\n".join(msg), result, failed)
-    return result
+
+    def collect(ended: _Ended) -> RunResult:
+        codes, failed = ended.procs.codes, ended.failed
+        bad = ended.timed_out or ended.stalled
+        return RunResult(
+            stdout=[ended.procs.text(r) for r in range(n)],
+            stderr=[ended.procs.text(r, stderr=True) for r in range(n)],
+            launcher="",
+            returncodes=codes,
+            returncode=124 if bad else (0 if failed is None else (codes[failed] or 1)),
+            seconds=ended.seconds,
+            command=command,
+            run_id=run_id,
+            pids={r: p.pid for r, p in enumerate(ended.procs.procs)},
+            network="host" if cluster is None else "mini cluster",
+            nodes={b.rank: b.node for b in ended.beats},
+        )
+
+    def judge(result: RunResult, ended: _Ended) -> RunError | None:
+        if ended.timed_out:
+            return RunTimeout(f"{what} did not finish within {timeout:g} s (a deadlock or a hung rank); "
+                              "every process of the run was killed.", result)  # fmt: skip
+        if ended.failed is None:
+            return None
+        return RunError(_torch_failure_message(what, result, ended.failed, cluster, per_node), result, ended.failed)
+
+    return _Plan(what, run_id, workdir, starts, timeout, watchdog, cluster, collect, judge)
+
+
+def _torch_failure_message(what: str, result: RunResult, failed: int, cluster, per_node: int) -> str:
+    code = result.returncodes[failed]
+    how = f"was killed by signal {-code}" if code < 0 else f"exited with status {code}"
+    if code == -signal.SIGKILL:
+        how += " (SIGKILL comes from another process or from the kernel's out-of-memory killer)"
+    node = result.nodes.get(failed) or (cluster.nodes[failed // per_node].hostname if cluster is not None else None)
+    on = f" on node {node}" if node and cluster is not None else ""
+    # Every rank that ended by itself with status 0 (the launcher only killed ranks still running).
+    # Not only those seen to end before the failed one: a rank that leaves early closes its
+    # connections as it exits, and the peer that fails on that can be seen first (1 run in 5
+    # with both cores busy).
+    left = [r for r in range(result.p) if r != failed and result.returncodes[r] == 0]
+    msg = [f"{what} failed: rank {failed}{on} {how}; every process of the run was stopped."]
+    if left:
+        msg.append(f"rank(s) {left} exited with status 0 before the run was stopped "
+                   "(a rank that leaves early stalls the others).")  # fmt: skip
+    if result.stderr[failed].strip():
+        msg.append(f"rank {failed} stderr:\n{_tail(result.stderr[failed])}")
+    return "\n".join(msg)
 
 
 def _torch_target(target) -> str:
@@ -1196,20 +965,21 @@ def run_torchrun(module: str, n: int, *, args=(), timeout: float = 120.0, env=No
     timeout = check_real("timeout", timeout, minimum=0, strict_min=True)
     if not isinstance(module, str) or module.endswith(".py") or not re.fullmatch(r"[A-Za-z_][\w.]*", module):
         raise ValueError(f"module must be a dotted module name such as 'distlib.examples.torch_ddp', got {module!r}")
-    if cluster is None:
-        prefix = list(network_prefix())
-        if not prefix:
-            raise PrivateNetworkUnavailable(
-                "torchrun's rendezvous store listens on every network interface, and this machine allows no "
-                "private network namespace (unprivileged user namespaces) to keep it in, so the book does not "
-                "start it here. run_torch starts the same ranks with a file:// rendezvous instead."
-            )
-        per_node, n_nodes = n, 1
-    else:
-        per_node, n_nodes = _ranks_per_node(n, cluster), cluster.n_nodes
-    run_id = uuid.uuid4().hex
-    workdir = Path(tempfile.mkdtemp(prefix=f"distlib-torchrun-{os.getpid()}-"))
-    watchdog = Watchdog(workdir / "progress", stall=stall, behind=behind) if stall is not None else None
+    cluster = check_placement(cluster) if cluster is not None else None
+    prefix = list(network_prefix()) if cluster is None else []
+    if cluster is None and not prefix:
+        raise PrivateNetworkUnavailable(
+            "torchrun's rendezvous store listens on every network interface, and this machine allows no "
+            "private network namespace (unprivileged user namespaces) to keep it in, so the book does not "
+            "start it here. run_torch starts the same ranks with a file:// rendezvous instead."
+        )
+    return _execute(_torchrun_plan(module, n, args, timeout, env, cluster, prefix, stall, behind), check=check)
+
+
+def _torchrun_plan(module, n, args, timeout, env, cluster, prefix, stall, behind) -> _Plan:
+    """One ``torchrun`` agent per node (``--standalone`` in a loopback-only namespace here)."""
+    per_node, n_nodes = (n, 1) if cluster is None else (_ranks_per_node(n, cluster), cluster.n_nodes)
+    run_id, workdir, watchdog = _new_run("torchrun", stall, behind)
     iface = "lo" if cluster is None else cluster.nodes[0].iface
     full_env = _base_env(run_id, None)
     full_env.update({"GLOO_SOCKET_IFNAME": iface, "NCCL_SOCKET_IFNAME": iface, "DISTLIB_TIMEOUT": repr(max(1.0, timeout / 2)),
@@ -1224,8 +994,7 @@ def run_torchrun(module: str, n: int, *, args=(), timeout: float = 120.0, env=No
     commands = []
     for i in range(n_nodes):
         if cluster is None:
-            where = ["--standalone"]
-            node_prefix = prefix
+            where, node_prefix = ["--standalone"], prefix
         else:
             where = [f"--nnodes={n_nodes}", f"--node-rank={i}", "--rdzv-backend=static",
                      f"--master-addr={cluster.nodes[0].address}", f"--master-port={port}"]  # fmt: skip
@@ -1234,47 +1003,41 @@ def run_torchrun(module: str, n: int, *, args=(), timeout: float = 120.0, env=No
             *node_prefix, sys.executable, "-m", "torch.distributed.run", *where, f"--nproc-per-node={per_node}",
             "--max-restarts=0", "--log-dir", str(workdir / f"node{i}"), "--redirects", "3", "-m", module, *map(str, args),
         ])  # fmt: skip
-    procs = _Processes(run_id)
-    start = time.monotonic()
     what = f"torchrun of {module!r} on {n} ranks" + ("" if cluster is None else f" over {n_nodes} nodes")
-    stalled = None
 
     def rank_log(r: int, name: str) -> str:
         found = sorted(workdir.glob(f"node{r // per_node}/*/attempt_*/{r % per_node}/{name}.log"))
         return found[-1].read_text(errors="replace") if found else ""
 
-    try:
-        with _launching(procs, what):
-            for command in commands:
-                procs.start(command, full_env, merge=True)
-            failed, timed_out, stalled = procs.wait(timeout, watch=_watch(watchdog, cluster))
-            beats = watchdog.beats() if watchdog is not None else []
-        codes = procs.codes
-        result = RunResult(
+    def collect(ended: _Ended) -> RunResult:
+        codes, failed = ended.procs.codes, ended.failed
+        return RunResult(
             stdout=[rank_log(r, "stdout") for r in range(n)],
             stderr=[rank_log(r, "stderr") for r in range(n)],
-            launcher="".join(procs.text(i) for i in range(len(commands))),
+            launcher="".join(ended.procs.text(i) for i in range(len(commands))),
             returncodes=[None] * n,
-            returncode=124 if (timed_out or stalled) else (codes[failed] if failed is not None else 0),
-            seconds=time.monotonic() - start,
+            returncode=124 if (ended.timed_out or ended.stalled) else (codes[failed] if failed is not None else 0),
+            seconds=ended.seconds,
             command=commands[0],
             run_id=run_id,
             network="private" if cluster is None else "mini cluster",
-            nodes={b.rank: b.node for b in beats},
+            nodes={b.rank: b.node for b in ended.beats},
         )
-    finally:
-        shutil.rmtree(workdir, ignore_errors=True)
-    if check and stalled:
-        raise _stalled(what, stalled, result)
-    if check and timed_out:
-        raise RunTimeout(f"{what} did not finish within {timeout:g} s; every process of the run was killed.", result)
-    if check and result.returncode != 0:
+
+    def judge(result: RunResult, ended: _Ended) -> RunError | None:
+        if ended.timed_out:
+            return RunTimeout(f"{what} did not finish within {timeout:g} s; every process of the run was killed.",
+                              result)  # fmt: skip
+        if result.returncode == 0:
+            return None
         bad = next((r for r in range(n) if "Traceback" in result.stderr[r]), None)
         detail = _tail(result.stderr[bad]) if bad is not None else _tail(result.launcher)
-        on = f" (the agent on node {cluster.nodes[failed].hostname} failed first)" if cluster is not None else ""
-        raise RunError(f"{what} failed (exit status {result.returncode}){on}; torchrun stopped every rank.\n{detail}",
-                       result, bad)  # fmt: skip
-    return result
+        on = f" (the agent on node {cluster.nodes[ended.failed].hostname} failed first)" if cluster is not None else ""
+        return RunError(f"{what} failed (exit status {result.returncode}){on}; torchrun stopped every rank.\n{detail}",
+                        result, bad)  # fmt: skip
+
+    return _Plan(what, run_id, workdir, [_Start(c, full_env, merge=True) for c in commands], timeout, watchdog, cluster,
+                 collect, judge)  # fmt: skip
 
 
 def try_torch(target, n: int, *, backend: str = "gloo", args=(), timeout: float = 30.0, env=None) -> Outcome:
