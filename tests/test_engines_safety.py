@@ -92,7 +92,10 @@ def test_mpi_rank_failure_ends_the_run(mode):
         assert ended[1].splitlines()[1].strip().startswith('File "') and "faulty_rank.py" in ended[1].splitlines()[1]
         assert "runpy" not in ended[1] and "_mpi_rank" not in ended[1]
         assert "rank 1 ended with:\nTraceback" in outcome.error
-    else:  # killed (no last words), or not failed at all
+    elif mode == "kill":  # no last words of its own: its guard saw it die and said how
+        assert ended == {1: "killed by signal 9 (SIGKILL)"}
+        assert "rank 1 was killed by signal 9" in outcome.error
+    else:  # not failed at all
         assert ended == {}
     assert "first all-reduce done" in outcome.result.stdout[0]
     assert survivors(outcome.result.run_id) == []

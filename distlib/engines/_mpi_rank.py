@@ -54,7 +54,57 @@ def _write(folder: str, text: str) -> None:
     os.replace(tmp, os.path.join(folder, f"ended.{rank}"))  # whole, or not there at all
 
 
+_FORWARDED = ("SIGTERM", "SIGINT", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2")
+
+
+def _guard(child: int, folder: str) -> None:
+    """The rank's guard: wait for the rank (``child``), and if a signal killed it, say so in its note.
+
+    A rank killed by ``SIGKILL`` (an out-of-memory kill, ``kill -9``) writes
+    nothing, and Hydra then kills the others the same way and names none
+    reliably. Its guard, the process Hydra started, sees it die first and
+    writes ``killed by signal 9``; the others' guards are killed by Hydra's
+    clean-up before they can, so the one note names the rank that died.
+    Signals sent to the guard (Hydra's, Ctrl-C's) go on to the rank.
+    """
+    import signal
+
+    for name in _FORWARDED:
+        sig = getattr(signal, name, None)
+        if sig is not None:
+            signal.signal(sig, lambda s, f: os.kill(child, s))
+    while True:
+        try:
+            _, status = os.waitpid(child, 0)
+            break
+        except ChildProcessError:  # pragma: no cover - reaped elsewhere
+            os._exit(1)
+        except InterruptedError:  # pragma: no cover - PEP 475 retries; kept for clarity
+            continue
+    if os.WIFSIGNALED(status):
+        sig = os.WTERMSIG(status)
+        try:
+            name = signal.Signals(sig).name
+        except ValueError:
+            name = f"signal {sig}"
+        try:
+            _write(folder, f"killed by signal {sig} ({name})")
+        except OSError:
+            pass
+        os._exit(128 + sig)
+    os._exit(os.waitstatus_to_exitcode(status) if hasattr(os, "waitstatus_to_exitcode") else os.WEXITSTATUS(status))
+
+
 def main(argv: list) -> None:
+    folder = os.environ.get(NOTES_VAR)
+    if folder and hasattr(os, "fork") and os.environ.get("DISTLIB_RANK_GUARD", "1") != "0":
+        # Before MPI is loaded (mpi4py's runner loads it only if the target does), so the rank alone holds it.
+        child = os.fork()
+        if child:
+            _guard(child, folder)  # never returns
+        from .progress import tie_to_parent
+
+        tie_to_parent()  # the guard killed (by Hydra's clean-up): the rank goes with it
     from mpi4py.run import run_command_line
 
     try:
