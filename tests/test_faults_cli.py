@@ -179,3 +179,99 @@ def test_the_next_run_sweeps_what_a_sigkilled_launcher_left(bench):
     subprocess.run([sys.executable, "-m", "distlib.bench", "allreduce", "--engine", "mpi", "--ranks", "2", "-b", "8",
                     "-e", "8", "-n", "1", "-w", "0"], env=ENV, cwd=ROOT, capture_output=True, timeout=120, check=True)
     assert not list(TMP.glob(f"distlib-*-{b.proc.pid}-*"))
+
+
+# -- python -m distlib.run: any rank program, the examples' faults -----------------------------------------
+
+
+def distlib_run(*argv, timeout=120) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "distlib.run", *argv], env=ENV, cwd=ROOT, capture_output=True,
+                          text=True, timeout=timeout)  # fmt: skip
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_rank_that_raises_is_named_with_its_last_words(engine):
+    out = distlib_run("--engine", engine, "-n", "3", "distlib.examples.faulty_rank", "--engine", engine,
+                      "--mode", "raise")  # fmt: skip
+    assert out.returncode == EXIT_STATUS["rank failed"], out.stderr
+    report = out.stderr[out.stderr.index("python -m distlib.run:"):]
+    assert re.search(r"rank 1\b", report.splitlines()[0]), report
+    assert "rank failed on purpose" in report, report  # the rank's own last words
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_rank_stuck_in_python_is_named_as_behind_within_30_s(engine):
+    t0 = time.monotonic()
+    out = distlib_run("--engine", engine, "-n", "3", "--behind", "4", "distlib.examples.faulty_rank",
+                      "--engine", engine, "--mode", "spin")  # fmt: skip
+    seconds = time.monotonic() - t0
+    assert out.returncode == EXIT_STATUS["rank stalled"], out.stderr
+    assert seconds < 30, seconds
+    line = next(line for line in out.stderr.splitlines() if line.startswith("python -m distlib.run:"))
+    assert re.search(r"rank 1 on node \S+ fell behind: rank\(s\) [02, ]+ waited", line), line
+    assert "in no communication call" in line, line
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["-n", "0", "distlib.examples.mpi_hello"], "-n/--ranks must be between 1 and"),
+    (["-n", "100000", "distlib.examples.mpi_hello"], "-n/--ranks must be between 1 and"),
+    (["--timeout", "0", "distlib.examples.mpi_hello"], "--timeout must be more than 0"),
+    (["--stall", "1", "distlib.examples.mpi_hello"], "--stall must be between 2 and"),
+    (["--behind", "nan", "distlib.examples.mpi_hello"], "--behind must be between 2 and"),
+    (["--link-gbit", "1", "distlib.examples.mpi_hello"], "--link-gbit needs --nodes"),
+    (["--nodes", "2", "-n", "3", "distlib.examples.mpi_hello"], "must be a multiple of --nodes (2), got 3"),
+    (["--nodes", "0", "distlib.examples.mpi_hello"], "--nodes must be between 1 and 64, got 0"),
+    (["--nodes", "2", "--engine", "nccl", "distlib.examples.mpi_hello"], "NCCL needs GPUs"),
+    (["work.py"], "module must be a dotted module name"),
+])
+def test_distlib_run_refuses_bad_flags_in_one_line_before_starting_anything(argv, message):
+    from distlib.run import main
+
+    import contextlib
+    import io
+
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        code = main(argv)
+    assert code == 2, err.getvalue()
+    assert err.getvalue().count("\n") == 1 and message in err.getvalue(), err.getvalue()
+
+
+def _needs_cluster():
+    from distlib.minicluster import minicluster_support
+
+    return minicluster_support()
+
+
+@pytest.mark.skipif(_needs_cluster() is not None, reason=f"mini cluster unavailable: {_needs_cluster()}")
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_link_cut_while_it_stays_up_is_named_from_the_command_line(engine):
+    """Across the mini cluster: node1's switch port taken off the bridge mid-run, its link left up."""
+    args = ["--engine", engine, "-n", "4", "--nodes", "2", "--link-gbit", "1", "--timeout", "120",
+            "distlib.bench", "allreduce", "--engine", engine, "-b", "8", "-e", "64K", "-n", "3000", "-w", "1",
+            "--quiet"]  # fmt: skip
+    proc = subprocess.Popen([sys.executable, "-m", "distlib.run", *args], env=ENV, cwd=ROOT, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)  # fmt: skip
+    try:
+        switch = None
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline and switch is None:
+            names = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout.split()
+            switch = next((n for n in names if n.startswith(f"dlmc-{proc.pid}-") and n.endswith("-sw")), None)
+            time.sleep(0.2)
+        assert switch, "no mini cluster appeared"
+        time.sleep(8)  # the ranks are well into the sweep (the cluster takes about a second to make)
+        assert proc.poll() is None, proc.communicate()[1]
+        subprocess.run(["ip", "-n", switch, "link", "set", "dev", "p1", "nomaster"], check=True)
+        t0 = time.monotonic()
+        out, err = proc.communicate(timeout=60)
+        assert time.monotonic() - t0 < 30
+        assert proc.returncode == EXIT_STATUS["node lost"], err
+        line = next(line for line in err.splitlines() if line.startswith("python -m distlib.run:"))
+        assert "node node1" in line and "link" in line, line
+        names = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+        assert f"dlmc-{proc.pid}-" not in names  # the cluster went with the run
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=30)
