@@ -212,7 +212,7 @@ def test_a_rank_stuck_in_python_is_named_as_behind_within_30_s(engine):
     assert "in no communication call" in line, line
 
 
-@pytest.mark.parametrize("argv, message", [
+BAD_RUN_FLAGS = [
     (["-n", "0", "distlib.examples.mpi_hello"], "-n/--ranks must be between 1 and"),
     (["-n", "100000", "distlib.examples.mpi_hello"], "-n/--ranks must be between 1 and"),
     (["--timeout", "0", "distlib.examples.mpi_hello"], "--timeout must be more than 0"),
@@ -223,7 +223,10 @@ def test_a_rank_stuck_in_python_is_named_as_behind_within_30_s(engine):
     (["--nodes", "0", "distlib.examples.mpi_hello"], "--nodes must be between 1 and 64, got 0"),
     (["--nodes", "2", "--engine", "nccl", "distlib.examples.mpi_hello"], "NCCL needs GPUs"),
     (["work.py"], "module must be a dotted module name"),
-])
+]
+
+
+@pytest.mark.parametrize("argv, message", BAD_RUN_FLAGS)
 def test_distlib_run_refuses_bad_flags_in_one_line_before_starting_anything(argv, message):
     from distlib.run import main
 
@@ -275,3 +278,19 @@ def test_a_link_cut_while_it_stays_up_is_named_from_the_command_line(engine):
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait(timeout=30)
+
+
+def test_the_reviewers_table_of_bad_command_lines_has_one_clear_line_each():
+    """tools/bad_inputs.py prints the table of bad inputs and their messages; every command line in it exits 2
+    with one line on stderr that names a flag."""
+    sys.path.insert(0, str(ROOT / "tools"))
+    try:
+        import bad_inputs
+    finally:
+        sys.path.remove(str(ROOT / "tools"))
+    rows = bad_inputs.cli_rows()
+    assert len(rows) >= 30
+    for call, message in rows:
+        assert message.startswith("exit 2: python -m distlib."), (call, message)
+        assert " / " not in message and "Traceback" not in message, (call, message)
+        assert re.search(r"(-[a-z]\b|--[a-z-]+|module|argument)", message), (call, message)

@@ -4,9 +4,10 @@
 
 Prints a Markdown table ``| call | message |`` for a reviewer. The widget rows
 are the cases of ``tests/test_widget_inputs.py`` (``BAD_WIDGET_INPUTS``), each
-constructed here and its error caught. Rows for the command-line tools come
-from a function ``cli_rows()`` of this module once it exists (same shape:
-``[(call as text, message)]``); ``main()`` prints them after the widgets'.
+constructed here and its error caught. The command-line rows (``cli_rows``)
+are the bad command lines of ``tests/test_bench.py`` and
+``tests/test_faults_cli.py``, each run in this process (every check comes
+before any process starts), with the exit status and what stderr says.
 """
 
 from __future__ import annotations
@@ -49,6 +50,51 @@ def widget_rows() -> list[tuple[str, str]]:
     return rows
 
 
+def _load_test(name: str):
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
+    if str(ROOT / "tests") not in sys.path:
+        sys.path.insert(0, str(ROOT / "tests"))  # their conftest
+    spec = importlib.util.spec_from_file_location(name, ROOT / "tests" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _in_process(main, argv) -> str:
+    """What ``main(argv)`` prints on stderr, and its exit status: every check runs before a process starts."""
+    import contextlib
+    import io
+
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+        try:
+            code = main(argv)
+        except SystemExit as exc:
+            code = exc.code
+    lines = [line for line in err.getvalue().strip().splitlines() if line and not line.startswith(("usage:", " "))]
+    return f"exit {code}: " + (" / ".join(lines) if lines else "(nothing on stderr)")
+
+
+def cli_rows() -> list[tuple[str, str]]:
+    """``[(command, message)]`` for the bad command lines of ``tests/test_bench.py`` (``BAD_CLI``) and of
+    ``python -m distlib.run`` (``tests/test_faults_cli.py``), each run in this process."""
+    from distlib.bench import main as bench_main
+    from distlib.run import main as run_main
+
+    rows = []
+    for args, _ in _load_test("test_bench").BAD_CLI:
+        base = ["allreduce", "--engine", "mpi"]
+        if args[0] == "broadcast":
+            base, args = ["broadcast", "--engine", "mpi"], []
+        if "--engine" in args:
+            base = ["allreduce"]
+        rows.append(("python -m distlib.bench " + " ".join(base + args), _in_process(bench_main, base + args)))
+    for argv, _ in _load_test("test_faults_cli").BAD_RUN_FLAGS:
+        rows.append(("python -m distlib.run " + " ".join(argv), _in_process(run_main, argv)))
+    return rows
+
+
 def _cell(text: str) -> str:
     """A Markdown table cell: pipes escaped, newlines (which a clear message has none of) made visible."""
     return "`" + str(text).replace("|", "\\|").replace("\n", "⏎") + "`"
@@ -61,12 +107,7 @@ def markdown_table(rows) -> str:
 
 
 def main() -> int:
-    rows = widget_rows()
-    # Command-line rows: another tool adds ``cli_rows()`` to this module; print them when it exists.
-    cli_rows = globals().get("cli_rows")
-    if callable(cli_rows):
-        rows = rows + list(cli_rows())
-    print(markdown_table(rows))
+    print(markdown_table(widget_rows() + cli_rows()))
     return 0
 
 
