@@ -365,3 +365,47 @@ def max_ranks() -> int:
     except (ImportError, ValueError, OSError):  # pragma: no cover - not Unix
         pass
     return limit
+
+
+_REAPER = Path(__file__).with_name("_reaper.py")
+
+
+class _Reaper:
+    """A process outside the run that cleans up after it if this launcher dies first (see :mod:`._reaper`).
+
+    ``done()`` when the launcher has cleaned up itself; otherwise the pipe
+    closes with the launcher, and the reaper kills the run's processes and
+    removes its files (and ``netns``, a mini cluster's namespaces). Linux only
+    (``/proc``); elsewhere it starts nothing.
+    """
+
+    def __init__(self, run_id: str, workdir=None, *, before: dict | None = None, netns=(), etc_netns="/etc/netns"):
+        self.proc = None
+        if not Path("/proc").is_dir():
+            return
+        import json
+
+        job = {"run_id": run_id, "workdir": str(workdir) if workdir else None, "netns": list(netns),
+               "etc_netns": str(etc_netns), "before": {str(k): sorted(v) for k, v in (before or {}).items()}}  # fmt: skip
+        env = {k: v for k, v in os.environ.items() if k != RUN_ID_VAR}  # never one of the run's own processes
+        try:
+            self.proc = subprocess.Popen([sys.executable, "-S", "-E", str(_REAPER), json.dumps(job)], env=env,
+                                         stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                         start_new_session=True, close_fds=True)  # fmt: skip
+        except OSError:  # pragma: no cover - cannot start a process: the launcher's own clean-up still runs
+            self.proc = None
+
+    def done(self) -> None:
+        """The launcher cleaned up: the reaper leaves without doing anything."""
+        if self.proc is None:
+            return
+        try:
+            self.proc.stdin.write(b"done")
+            self.proc.stdin.close()
+        except OSError:
+            pass
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:  # pragma: no cover
+            self.proc.kill()
+        self.proc = None

@@ -77,6 +77,7 @@ from ._processes import (  # noqa: F401 - stray_processes and RUN_ID_VAR are pub
     STOP_GRACE,
     _Leftovers,
     _Processes,
+    _Reaper,
     _Signalled,
     _stop_on_signals,
     stray_processes,
@@ -357,9 +358,11 @@ def find_mpiexec() -> str:
 
 
 @contextmanager
-def _launching(procs, what: str):
-    """The frame of every run: signals handled, and on every path all processes stopped and leftovers swept."""
+def _launching(procs, what: str, workdir=None):
+    """The frame of every run: signals handled, and on every path all processes stopped and leftovers swept;
+    and a reaper outside the run that does the same if this process dies before it can (a ``SIGKILL``)."""
     leftovers = _Leftovers()
+    reaper = _Reaper(procs.run_id, workdir, before=leftovers.before)
     try:
         with _stop_on_signals():
             yield
@@ -370,6 +373,7 @@ def _launching(procs, what: str):
     finally:
         procs.stop()
         leftovers.sweep()
+        reaper.done()
 
 
 def _watch(watchdog, cluster):
@@ -445,7 +449,7 @@ def _execute(plan: _Plan, *, check: bool) -> RunResult:
     procs = _Processes(plan.run_id)
     start = time.monotonic()
     try:
-        with _launching(procs, plan.what):
+        with _launching(procs, plan.what, plan.workdir):
             for one in plan.starts:
                 procs.start(one.argv, one.env, merge=one.merge, echo=one.echo)
             failed, timed_out, stalled = procs.wait(plan.timeout, watch=_watch(plan.watchdog, plan.cluster))
