@@ -1,16 +1,18 @@
 """Measured DDP steps next to the model's prediction of them.
 
 The chapter "Communication hiding, modelled and measured" runs
-:mod:`distlib.examples.ddp_overlap` on this machine. That worker reports, as
-one JSON line, the forward time and per-layer backward times it measured,
-all-reduce times for several buffer sizes, and median step times for each
-``bucket_cap_mb`` with overlap on (ordinary DDP), off (``no_sync()`` and one
-flat all-reduce after the backward pass) and without communication at all.
+:mod:`distlib.examples.ddp_overlap` on this machine. That worker hands back
+a :class:`DDPReport` (as a report line, :mod:`distlib.engines.report`): the
+forward time and per-layer backward times it measured, all-reduce times for
+several buffer sizes (:class:`AllreduceTimes`), and median step times for
+each ``bucket_cap_mb`` (:class:`SweepRow`, with DDP's own :class:`Bucket` s)
+with overlap on (ordinary DDP), off (``no_sync()`` and one flat all-reduce
+after the backward pass) and without communication at all, and the checks
+that the ranks trained alike (:class:`DDPChecks`).
 
-This module turns that report into a prediction and a comparison, with no
-torch and no plotting:
+This module holds those types and turns a report into a prediction and a
+comparison, with no torch and no plotting:
 
-* :func:`parse_json_line` finds the report in what rank 0 printed;
 * :func:`compare_ddp` fits ``alpha`` and ``bandwidth`` to the measured
   all-reduce times (:func:`distlib.collectives.fit_alpha_beta`, ring model),
   feeds the measured compute times and DDP's own buckets into
@@ -24,18 +26,109 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from ._check import check_array, check_choice, check_int
 from .overlap import bucket_gradients, bucket_timeline
 
-__all__ = ["parse_json_line", "DDPComparison", "compare_ddp", "fit_allreduce"]
+__all__ = ["Bucket", "SweepRow", "AllreduceTimes", "DDPChecks", "DDPReport", "DDPComparison", "compare_ddp",
+           "fit_allreduce", "parse_json_line"]
+
+
+@dataclass(frozen=True)
+class Bucket:
+    """One of DDP's gradient buckets: its bytes and its layers (backward positions, 0 = the last layer)."""
+
+    n_bytes: int
+    layers: list[int]
+
+
+@dataclass(frozen=True)
+class SweepRow:
+    """One ``bucket_cap_mb`` of the sweep: median step times (s, slowest rank) of the three kinds of step.
+
+    ``compute``: no communication (``no_sync()``); ``overlap``: ordinary DDP;
+    ``no_overlap``: one flat all-reduce after the backward pass. ``*_cpu``
+    the CPU seconds a rank used per step (every thread; NaN when not
+    measured), ``*_samples`` every timed step. ``buckets``: DDP's own
+    buckets (``None`` when this torch does not say).
+    """
+
+    bucket_cap_mb: float
+    compute: float
+    overlap: float
+    no_overlap: float
+    buckets: list[Bucket] | None = None
+    compute_cpu: float = math.nan
+    overlap_cpu: float = math.nan
+    no_overlap_cpu: float = math.nan
+    compute_samples: list[float] = field(default_factory=list)
+    overlap_samples: list[float] = field(default_factory=list)
+    no_overlap_samples: list[float] = field(default_factory=list)
+    setup_seconds: float | None = None
+    timed_seconds: float | None = None
+
+
+@dataclass(frozen=True)
+class AllreduceTimes:
+    """Median seconds of one all-reduce of each size (bytes), nothing else running."""
+
+    n_bytes: list[int]
+    seconds: list[float]
+
+
+@dataclass(frozen=True)
+class DDPChecks:
+    """Largest parameter differences after ``steps`` SGD steps (learning rate ``lr``), over every rank.
+
+    Between ranks (overlap on, off), between overlap on and off, and against
+    one process on the whole batch; ``max_update`` how far training moved
+    the weights (the scale the others are small against).
+    """
+
+    steps: int
+    lr: float
+    max_rank_diff_overlap: float
+    max_rank_diff_no_overlap: float
+    max_diff_overlap_vs_no_overlap: float
+    max_diff_overlap_vs_single_process: float
+    max_diff_no_overlap_vs_single_process: float
+    max_update: float
+
+
+@dataclass(frozen=True)
+class DDPReport:
+    """What :mod:`distlib.examples.ddp_overlap` measured (seconds, bytes).
+
+    ``grad_bytes`` and ``backward_times`` are per layer in backward order.
+    The parts the worker was told to skip are ``None``. ``launch_seconds``
+    is the whole run, as the launcher saw it.
+    """
+
+    p: int
+    grad_bytes: list[int]
+    forward_time: float | None = None
+    backward_times: list[float] | None = None
+    allreduce: AllreduceTimes | None = None
+    sweep: list[SweepRow] | None = None
+    checks: DDPChecks | None = None
+    backend: str = ""
+    torch: str = ""
+    threads: int = 1
+    cpu_count: int | None = None
+    model: dict[str, int] = field(default_factory=dict)
+    phase_seconds: dict[str, float] = field(default_factory=dict)
+    seconds: float | None = None
+    launch_seconds: float | None = None
 
 
 def parse_json_line(text: str, marker: str) -> dict:
     """The JSON object on the last line of ``text`` that starts with ``marker``.
+
+    For text a person saved. The book's workers hand their results back
+    typed instead (:mod:`distlib.engines.report`).
 
     Examples
     --------
@@ -192,27 +285,26 @@ class DDPComparison:
 
 def _buckets_from_report(row, grad_bytes, cap_bytes):
     """``(layer groups, bytes)`` of DDP's reported buckets, else the model's own."""
-    reported = row.get("buckets")
+    reported = row.buckets
     if reported:
-        groups = [tuple(int(i) for i in b["layers"]) for b in reported]
+        groups = [tuple(int(i) for i in b.layers) for b in reported]
         flat = [i for g in groups for i in g]
         if sorted(flat) == list(range(len(grad_bytes))):
             order = sorted(range(len(groups)), key=lambda k: max(groups[k]))
-            return [groups[k] for k in order], [float(reported[k]["n_bytes"]) for k in order], len(groups)
+            return [groups[k] for k in order], [float(reported[k].n_bytes) for k in order], len(groups)
     bks = bucket_gradients(grad_bytes, bucket_bytes=cap_bytes)
     return [b.layers for b in bks], [b.n_bytes for b in bks], None
 
 
-def compare_ddp(report: dict, *, comm: str = "measured") -> DDPComparison:
+def compare_ddp(report: DDPReport, *, comm: str = "measured") -> DDPComparison:
     """Predict every step of a :mod:`distlib.examples.ddp_overlap` report and line it up.
 
     Parameters
     ----------
-    report : dict
-        The worker's JSON: ``p``, ``forward_time``, ``backward_times``
-        (backward order), ``grad_bytes``, ``allreduce`` (``n_bytes``,
-        ``seconds``) and ``sweep`` (per capacity: ``bucket_cap_mb``,
-        ``buckets``, ``compute``, ``overlap``, ``no_overlap``).
+    report : DDPReport
+        What the worker measured; it needs ``forward_time``,
+        ``backward_times``, ``allreduce`` and ``sweep`` (a worker run with
+        ``--skip`` lacks some).
     comm : {"measured", "fit"}
         Where each bucket's all-reduce time comes from: ``"measured"``
         takes the time the worker measured for exactly that size (it times
@@ -230,32 +322,30 @@ def compare_ddp(report: dict, *, comm: str = "measured") -> DDPComparison:
     step, 1 GB/s):
 
     >>> ar = lambda n: 1e-4 + n / 1e9
-    >>> rep = {"p": 2, "forward_time": 1e-3, "backward_times": [1e-3, 1e-3],
-    ...        "grad_bytes": [4e5, 4e5],
-    ...        "allreduce": {"n_bytes": [4e5, 8e5], "seconds": [ar(4e5), ar(8e5)]},
-    ...        "sweep": [{"bucket_cap_mb": 0.25, "buckets": None, "compute": 3e-3,
-    ...                   "overlap": 3.5e-3, "no_overlap": 3e-3 + ar(8e5)}]}
+    >>> rep = DDPReport(p=2, forward_time=1e-3, backward_times=[1e-3, 1e-3], grad_bytes=[400_000, 400_000],
+    ...                 allreduce=AllreduceTimes([400_000, 800_000], [ar(4e5), ar(8e5)]),
+    ...                 sweep=[SweepRow(0.25, compute=3e-3, overlap=3.5e-3, no_overlap=3e-3 + ar(8e5))])
     >>> c = compare_ddp(rep)
     >>> c.n_buckets_model.tolist(), round(float(c.predicted_overlap[0]) * 1e3, 6)
     ([2], 3.5)
     >>> round(float(c.no_overlap_ratio[0]), 6)
     1.0
     """
-    if not isinstance(report, dict):
-        raise TypeError(f"report must be the worker's JSON as a dict, got {type(report).__name__}")
-    needed = ("p", "forward_time", "backward_times", "grad_bytes", "allreduce", "sweep")
-    missing = [k for k in needed if k not in report]
+    if not isinstance(report, DDPReport):
+        raise TypeError(f"report must be a DDPReport (what ddp_overlap.launch returns), got {type(report).__name__}")
+    needed = ("forward_time", "backward_times", "allreduce", "sweep")
+    missing = [k for k in needed if getattr(report, k) is None]
     if missing:
         raise ValueError(f"report lacks {missing}; run the worker without --skip")
-    p = check_int("p", report["p"], minimum=2)
-    b = check_array("backward_times", report["backward_times"], ndim=1, finite=True).astype(float)
+    p = check_int("p", report.p, minimum=2)
+    b = check_array("backward_times", report.backward_times, ndim=1, finite=True).astype(float)
     b = np.maximum(b, 0.0)  # hook order jitter can make a gap slightly negative
-    g = check_array("grad_bytes", report["grad_bytes"], ndim=1, finite=True, minimum=0).astype(float)
+    g = check_array("grad_bytes", report.grad_bytes, ndim=1, finite=True, minimum=0).astype(float)
     if g.shape != b.shape:
         raise ValueError(f"grad_bytes ({g.size}) and backward_times ({b.size}) must have one entry per layer")
-    f = float(report["forward_time"])
-    n_ar = np.asarray(report["allreduce"]["n_bytes"], dtype=float)
-    t_ar = np.asarray(report["allreduce"]["seconds"], dtype=float)
+    f = float(report.forward_time)
+    n_ar = np.asarray(report.allreduce.n_bytes, dtype=float)
+    t_ar = np.asarray(report.allreduce.seconds, dtype=float)
     check_choice("comm", comm, ["measured", "fit"])
     alpha, bandwidth = fit_allreduce(n_ar, t_ar, p=p)
     measured = dict(zip(n_ar.tolist(), t_ar.tolist()))
@@ -271,18 +361,18 @@ def compare_ddp(report: dict, *, comm: str = "measured") -> DDPComparison:
     no_overlap = compute + float(allreduce_time(total)[0])
     caps, nb, nbm, mc, mo, mn, po, tls = [], [], [], [], [], [], [], []
     cpu = {"compute": [], "overlap": [], "no_overlap": []}
-    for row in report["sweep"]:
-        cap = float(row["bucket_cap_mb"])
+    for row in report.sweep:
+        cap = float(row.bucket_cap_mb)
         groups, sizes, n_reported = _buckets_from_report(row, g, cap * 2**20)
         tl = bucket_timeline(b, groups, allreduce_time(sizes), forward_time=f)
         caps.append(cap)
         nbm.append(len(bucket_gradients(g, bucket_bytes=cap * 2**20)))
         nb.append(n_reported if n_reported is not None else nbm[-1])
-        mc.append(float(row["compute"]))
-        mo.append(float(row["overlap"]))
-        mn.append(float(row["no_overlap"]))
+        mc.append(float(row.compute))
+        mo.append(float(row.overlap))
+        mn.append(float(row.no_overlap))
         for mode, acc in cpu.items():
-            acc.append(float(row.get(f"{mode}_cpu", math.nan)))
+            acc.append(float(getattr(row, f"{mode}_cpu")))
         po.append(tl.iteration_time)
         tls.append(tl)
     return DDPComparison(

@@ -21,21 +21,30 @@ def exact():
 def test_both_methods_reach_the_true_solution(p, exact):
     pytest.importorskip("mpi4py")
     out = pcg.launch(p, n=N, tol=1e-10, seed=3, solution=True, timeout=60)
-    assert out["p"] == p and out["unknowns"] == N * N
-    classic, piped = out["classic"], out["pipelined"]
+    assert isinstance(out, pcg.CGReport) and out.p == p and out.unknowns == N * N and out.launch_seconds > 0
+    classic, piped = out.classic, out.pipelined
+    assert out.method("pipelined") is piped and isinstance(classic, pcg.CGRun)
     for info in (classic, piped):
-        x = np.asarray(info["x"])
+        x = np.asarray(info.x)
         assert np.linalg.norm(x - exact) <= 1e-8 * np.linalg.norm(exact)
-        assert info["residual"] <= 1e-10  # the recursively updated residual met the tolerance
-        assert info["true_residual"] <= 1e-9  # and the true one b - A x is close behind
-        assert info["iterations"] > 5  # it did iterate: the starting guess x = 0 is far off
-    assert abs(classic["iterations"] - piped["iterations"]) <= 3
+        assert info.residual <= 1e-10  # the recursively updated residual met the tolerance
+        assert info.true_residual <= 1e-9  # and the true one b - A x is close behind
+        assert info.iterations > 5  # it did iterate: the starting guess x = 0 is far off
+    assert abs(classic.iterations - piped.iterations) <= 3
     # two blocking all-reduces per classic iteration, one non-blocking per pipelined one
-    assert classic["allreduces"] == 2 * classic["iterations"] + 1
-    assert piped["allreduces"] == piped["iterations"] + 2
+    assert classic.allreduces == 2 * classic.iterations + 1
+    assert piped.allreduces == piped.iterations + 2
     # the pipelined method does one more matrix-vector product to start (w = A r)
-    assert piped["spmvs"] == piped["iterations"] + 2
-    assert classic["spmvs"] == classic["iterations"]
+    assert piped.spmvs == piped.iterations + 2
+    assert classic.spmvs == classic.iterations
+    assert classic.seconds_per_iteration == pytest.approx(classic.seconds / classic.iterations)
+
+
+def test_a_report_without_the_solution_holds_none():
+    run = pcg.CGRun(3, 1e-9, 1e-3, 7, 1e-4, 3, 2e-9, 3e-4, 3e-5)
+    assert run.x is None
+    with pytest.raises(ValueError, match="'classic' or 'pipelined'"):
+        pcg.CGReport(2, 8, 64, 1e-8, "MPICH", run, run, 1e-5).method("fast")
 
 
 def test_launch_checks_arguments_before_starting_anything():

@@ -2,9 +2,10 @@
 
 Every rank trains the same small MLP (``--layers`` linear layers of
 ``--width`` x ``--width``, ReLU between them) on its own batch, and rank 0
-prints one JSON line (prefixed ``DDP_OVERLAP_JSON``) with everything the
-chapter "Communication hiding, modelled and measured" compares against the
-model :func:`distlib.ddp_step`:
+hands back a :class:`distlib.measure_overlap.DDPReport` (one report line,
+:mod:`distlib.engines.report`) with everything the chapter "Communication
+hiding, modelled and measured" compares against the model
+:func:`distlib.ddp_step`:
 
 1. **Per-layer backward times.** The plain model (no DDP) runs its backward
    pass with a hook on every parameter that records when its gradient is
@@ -19,7 +20,7 @@ model :func:`distlib.ddp_step`:
    ``overlap`` (ordinary DDP: buckets all-reduced during the backward pass)
    and ``no_overlap`` (backward under ``no_sync()``, then one all-reduce of
    all gradients, flattened into one buffer). Each time is the slowest
-   rank's; the JSON holds the medians and every sample, and also the CPU
+   rank's; the report holds the medians and every sample, and also the CPU
    time each kind of step used (``time.process_time``: every thread of the
    rank, gloo's communication threads included).
 4. **Checks.** A few SGD steps from the same initial weights with overlap on
@@ -30,7 +31,7 @@ model :func:`distlib.ddp_step`:
 Launch it from Python (a notebook never becomes a rank itself)::
 
     from distlib.examples import ddp_overlap
-    data = ddp_overlap.launch(p=2)
+    report = ddp_overlap.launch(p=2)          # a DDPReport
 
 or from a shell::
 
@@ -46,22 +47,20 @@ torch is imported inside the functions, so importing this module is cheap.
 from __future__ import annotations
 
 import argparse
-import json
+import dataclasses
 import os
 import sys
 import time
 
+from distlib.measure_overlap import AllreduceTimes, Bucket, DDPChecks, DDPReport, SweepRow
+
 __all__ = [
-    "JSON_MARKER",
     "DEFAULTS",
     "build_model",
     "main",
     "launch",
     "copy_compute_overlap",
 ]
-
-#: Rank 0 prints its result on one line that starts with this marker.
-JSON_MARKER = "DDP_OVERLAP_JSON "
 
 #: Default sizes: 16 layers of 256 x 256 (257 KiB of float32 gradients each,
 #: 4.0 MiB in all), 64 samples per rank. On a 2-core machine the backward
@@ -224,7 +223,7 @@ def _buckets_of(ddp, n_layers):
     layers = []
     for g in groups:  # parameter j belongs to layer j // 2 (weight, bias); backward position L-1-layer
         layers.append(sorted({n_layers - 1 - j // 2 for j in g}))
-    return [{"n_bytes": s, "layers": ls} for s, ls in zip(sizes, layers)]
+    return [Bucket(s, ls) for s, ls in zip(sizes, layers)]
 
 
 def run_sweep(ns, *, dist, torch, x, y):
@@ -271,7 +270,7 @@ def run_sweep(ns, *, dist, torch, x, y):
             row[mode] = _median(s)
             row[f"{mode}_samples"] = s
             row[f"{mode}_cpu"] = _median(_slowest(dist, torch, cpu[mode]))
-        rows.append(row)
+        rows.append(SweepRow(**row))
         del ddp
     return rows
 
@@ -332,10 +331,7 @@ def run_checks(ns, *, dist, torch):
     worst = _slowest(dist, torch, local)
     keys = ["max_rank_diff_overlap", "max_rank_diff_no_overlap", "max_diff_overlap_vs_no_overlap",
             "max_diff_overlap_vs_single_process", "max_diff_no_overlap_vs_single_process", "max_update"]
-    out = dict(zip(keys, worst))
-    out["steps"] = ns.check_steps
-    out["lr"] = lr
-    return out
+    return DDPChecks(steps=ns.check_steps, lr=lr, **dict(zip(keys, worst)))
 
 
 # ---------------------------------------------------------------------------
@@ -363,7 +359,7 @@ def _parser():
 
 
 def main(argv=None) -> None:
-    """One rank of the measurement; rank 0 prints the JSON line."""
+    """One rank of the measurement; rank 0 hands back the :class:`~distlib.measure_overlap.DDPReport`."""
     ns = _parser().parse_args(sys.argv[1:] if argv is None else argv)
     for name in ("width", "layers", "batch", "iters", "layer_iters"):
         if getattr(ns, name) < 1:
@@ -402,12 +398,11 @@ def main(argv=None) -> None:
     if "allreduce" not in skip:
         sizes = set(_SMALL_SIZES) | {layer_bytes * ns.layers}
         for row in out.get("sweep", []):
-            sizes |= {b["n_bytes"] for b in row["buckets"] or []}
+            sizes |= {b.n_bytes for b in row.buckets or []}
         sizes = sorted(sizes)
         t0 = time.perf_counter()
-        out["allreduce"] = {"n_bytes": sizes,
-                            "seconds": measure_allreduce(sizes, iters=ns.iters, warmup=ns.warmup,
-                                                         dist=dist, torch=torch)}
+        out["allreduce"] = AllreduceTimes(sizes, measure_allreduce(sizes, iters=ns.iters, warmup=ns.warmup,
+                                                                   dist=dist, torch=torch))
         phases["allreduce"] = time.perf_counter() - t0
     if ns.check_steps > 0:
         t0 = time.perf_counter()
@@ -416,11 +411,13 @@ def main(argv=None) -> None:
     out["seconds"] = time.perf_counter() - t_start
     dist.barrier()
     if rank == 0:
-        print(JSON_MARKER + json.dumps(out), flush=True)
+        from distlib.engines.report import emit
+
+        emit(DDPReport(**out))
 
 
-def launch(p: int = 2, *, timeout: float = 120.0, **options) -> dict:
-    """Run :func:`main` on ``p`` gloo ranks and return rank 0's result as a dict.
+def launch(p: int = 2, *, timeout: float = 120.0, **options) -> DDPReport:
+    """Run :func:`main` on ``p`` gloo ranks and return rank 0's :class:`~distlib.measure_overlap.DDPReport`.
 
     ``options`` are the command-line flags as keywords (``width=256``,
     ``caps=(0.25, 1, 4)``, ``check_steps=0``, ...). The run is bounded by
@@ -428,7 +425,7 @@ def launch(p: int = 2, *, timeout: float = 120.0, **options) -> dict:
     """
     from distlib._check import check_int, check_real
     from distlib.engines import run_torch
-    from distlib.measure_overlap import parse_json_line
+    from distlib.engines.report import read
 
     p = check_int("p", p, minimum=1, maximum=8)
     timeout = check_real("timeout", timeout, minimum=0, strict_min=True)
@@ -441,9 +438,7 @@ def launch(p: int = 2, *, timeout: float = 120.0, **options) -> dict:
             value = ",".join(f"{v:g}" if isinstance(v, float) else str(v) for v in value)
         args += [f"--{key.replace('_', '-')}", str(value)]
     result = run_torch("distlib.examples.ddp_overlap:main", p, backend="gloo", args=args, timeout=timeout)
-    data = parse_json_line(result.stdout[0], JSON_MARKER)
-    data["launch_seconds"] = result.seconds
-    return data
+    return dataclasses.replace(read(result, DDPReport), launch_seconds=result.seconds)
 
 
 # ---------------------------------------------------------------------------

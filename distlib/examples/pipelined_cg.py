@@ -24,10 +24,11 @@ Run it::
 
     mpiexec -n 2 python -m mpi4py -m distlib.examples.pipelined_cg --n 64
 
-Rank 0 prints one JSON line (prefixed ``PIPELINED_CG_JSON``) with, for each
-method, the iterations, the final residual (recursive and true), the time,
-and with ``--solution`` the solution itself. :func:`launch` does this from
-Python through :func:`distlib.engines.run_mpi`.
+Rank 0 hands back a :class:`CGReport` (one report line,
+:mod:`distlib.engines.report`) with, for each method (a :class:`CGRun`),
+the iterations, the final residual (recursive and true), the time, and with
+``--solution`` the solution itself. :func:`launch` does this from Python
+through :func:`distlib.engines.run_mpi` and returns the report.
 
 The helpers :func:`poisson_2d_dense`, :func:`row_blocks` and
 :func:`apply_poisson_rows` need only NumPy.
@@ -36,14 +37,16 @@ The helpers :func:`poisson_2d_dense`, :func:`row_blocks` and
 from __future__ import annotations
 
 import argparse
-import json
+import dataclasses
 import sys
 import time
+from dataclasses import dataclass
 
 import numpy as np
 
 __all__ = [
-    "JSON_MARKER",
+    "CGRun",
+    "CGReport",
     "poisson_2d_dense",
     "row_blocks",
     "apply_poisson_rows",
@@ -54,7 +57,49 @@ __all__ = [
     "launch",
 ]
 
-JSON_MARKER = "PIPELINED_CG_JSON "
+
+
+@dataclass(frozen=True)
+class CGRun:
+    """One method's fastest solve (seconds: the slowest rank's).
+
+    ``residual`` is the recursively updated one the method stopped on,
+    ``true_residual`` ``||b - A x|| / ||b||`` computed afresh; ``allreduces``
+    and ``spmvs`` count the global sums and matrix-vector products;
+    ``x`` the whole solution (with ``--solution``), else ``None``.
+    """
+
+    iterations: int
+    residual: float
+    seconds: float
+    allreduces: int
+    spmv_seconds: float
+    spmvs: int
+    true_residual: float
+    seconds_per_iteration: float
+    spmv_seconds_per_call: float
+    x: list[float] | None = None
+
+
+@dataclass(frozen=True)
+class CGReport:
+    """Classic and pipelined CG on one problem; ``allreduce_latency``: one all-reduce of two numbers (s)."""
+
+    p: int
+    n: int
+    unknowns: int
+    tol: float
+    mpi: str
+    classic: CGRun
+    pipelined: CGRun
+    allreduce_latency: float
+    launch_seconds: float | None = None
+
+    def method(self, name: str) -> CGRun:
+        """``"classic"`` or ``"pipelined"``."""
+        if name not in ("classic", "pipelined"):
+            raise ValueError(f"name must be 'classic' or 'pipelined', got {name!r}")
+        return getattr(self, name)
 
 
 # ---------------------------------------------------------------------------
@@ -347,18 +392,20 @@ def main(argv=None) -> None:
             parts = comm.gather(x_local, root=0)
             if rank == 0:
                 info["x"] = np.vstack(parts).ravel().tolist()
-        out[name] = info
+        out[name] = CGRun(**info)
     out["allreduce_latency"] = _allreduce_latency(comm)
     if rank == 0:
-        print(JSON_MARKER + json.dumps(out), flush=True)
+        from distlib.engines.report import emit
+
+        emit(CGReport(**out))
 
 
 def launch(p: int = 2, *, n: int = 64, tol: float = 1e-8, repeats: int = 1, solution: bool = False,
-           seed: int = 0, timeout: float = 60.0) -> dict:
-    """Run :func:`main` on ``p`` MPI ranks (``mpiexec``, bounded by ``timeout``); return rank 0's dict."""
+           seed: int = 0, timeout: float = 60.0) -> CGReport:
+    """Run :func:`main` on ``p`` MPI ranks (``mpiexec``, bounded by ``timeout``); return rank 0's :class:`CGReport`."""
     from distlib._check import check_int, check_real
     from distlib.engines import run_mpi
-    from distlib.measure_overlap import parse_json_line
+    from distlib.engines.report import read
 
     p = check_int("p", p, minimum=1, maximum=16)
     n = check_int("n", n, minimum=p)
@@ -368,9 +415,7 @@ def launch(p: int = 2, *, n: int = 64, tol: float = 1e-8, repeats: int = 1, solu
     if solution:
         args.append("--solution")
     result = run_mpi("distlib.examples.pipelined_cg", p, args=[str(a) for a in args], timeout=timeout)
-    data = parse_json_line(result.stdout[0], JSON_MARKER)
-    data["launch_seconds"] = result.seconds
-    return data
+    return dataclasses.replace(read(result, CGReport), launch_seconds=result.seconds)
 
 
 if __name__ == "__main__":
