@@ -309,7 +309,6 @@ HOMES = {"Gbit/s -> bytes/s": "distlib/units.py", "6 N D": "distlib/walls.py",
 #: Exactly these: the test fails on a new copy, and on a copy removed but still listed here.
 KNOWN_COPIES = {
     ("Gbit/s -> bytes/s", "distlib/widgets/minicluster.py"),  # the default link and the slider's grid
-    ("algorithm names", "distlib/examples/mpi_train.py"),  # --algorithm's choices
 }
 
 

@@ -4,7 +4,13 @@ Ranks pair up (0 with 1, 2 with 3, ...; an odd last rank sits out)::
 
     mpiexec -n 2 python -m mpi4py -m distlib.examples.mpi_p2p
 
-Three experiments, printed by rank 0:
+Three experiments, printed by rank 0, which also hands the figures back
+typed: one :class:`P2PTiming` report line (:mod:`distlib.engines.report`)::
+
+    result = de.run_mpi("distlib.examples.mpi_p2p", 2)
+    timing = report.read(result, P2PTiming)
+
+The experiments:
 
 1. **Ping-pong.** Latency of an 8-byte message and bandwidth of a large one
    (half the round trip).
@@ -25,8 +31,66 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from dataclasses import dataclass
 
 import numpy as np
+
+__all__ = ["P2PTiming", "RECEIVER_WAIT", "PAIRS", "main"]
+
+
+@dataclass(frozen=True)
+class P2PTiming:
+    """What rank 0 of :func:`main` measured (seconds, bytes, bytes/s).
+
+    Attributes
+    ----------
+    latency : float
+        One way, an 8-byte message: half the median ping-pong.
+    n_bytes : int
+        The large message.
+    one_way : float
+        One way, the large message (half the median ping-pong).
+    bandwidth : float
+        ``n_bytes / one_way``.
+    send_small, ssend_small, send_big : float
+        How long ``Send`` of 8 B, ``Ssend`` of 8 B and ``Send`` of the large
+        message took to return while the receiver waited ``receiver_wait``
+        before posting its receive.
+    receiver_wait : float
+    slices : int
+        Compute slices chosen to last about as long as the transfer.
+    times : dict
+        Median seconds of each variant of the overlap experiment (the
+        slowest rank's): ``"transfer"``, ``"compute"``, ``"send, then
+        compute"``, ``"Isend, compute, Wait"``, ``"exchange, then compute"``,
+        ``"Isend/Irecv, compute, Waitall"``.
+    hidden_one_way, hidden_exchange : float
+        Share of the shorter of transfer and compute that overlapping hid
+        (negative: the overlapped version was slower).
+    buffers_match : bool
+        The received large buffer equals what was sent.
+    """
+
+    latency: float
+    n_bytes: int
+    one_way: float
+    bandwidth: float
+    send_small: float
+    ssend_small: float
+    send_big: float
+    receiver_wait: float
+    slices: int
+    times: dict[str, float]
+    hidden_one_way: float
+    hidden_exchange: float
+    buffers_match: bool
+
+
+#: Seconds the receiver waits before it posts its receive, in the experiment "when does Send return?".
+RECEIVER_WAIT = 0.2
+
+#: The overlap experiment's pairs: (one after the other, overlapped), as P2PTiming.times names them.
+PAIRS = (("send, then compute", "Isend, compute, Wait"), ("exchange, then compute", "Isend/Irecv, compute, Waitall"))
 
 
 def _median_time(fn, repeats: int) -> float:
@@ -82,15 +146,17 @@ def main(argv=None) -> None:
     comm.Barrier()
 
     # 2. when does a send return?
+    returned = []
     for name, buf, inbuf in (("Send 8 B", small, small_in), ("Ssend 8 B", small, small_in), (f"Send {ns.mbytes:g} MiB", big, big_in)):
         comm.Barrier()
         if first:
             t0 = time.perf_counter()
             (comm.Ssend if name.startswith("Ssend") else comm.Send)(buf, dest=partner)
             took = time.perf_counter() - t0
-            say(f"{name:>14} returned after {took * 1e3:7.2f} ms (the receiver waited 200 ms before posting its receive)")
+            returned.append(took)
+            say(f"{name:>14} returned after {took * 1e3:7.2f} ms (the receiver waited {RECEIVER_WAIT * 1e3:.0f} ms before posting its receive)")
         else:
-            time.sleep(0.2)
+            time.sleep(RECEIVER_WAIT)
             comm.Recv(inbuf, source=partner)
     comm.Barrier()
 
@@ -158,13 +224,21 @@ def main(argv=None) -> None:
             samples[name].append(comm.allreduce(time.perf_counter() - t0, op=MPI.MAX))
     t = {name: float(np.median(v)) for name, v in samples.items()}
     say(f"one-way {ns.mbytes:g} MiB transfer {t['transfer'] * 1e3:.2f} ms; compute ({k} slices) {t['compute'] * 1e3:.2f} ms")
-    for seq, ov in (("send, then compute", "Isend, compute, Wait"), ("exchange, then compute", "Isend/Irecv, compute, Waitall")):
-        hidden = (t[seq] - t[ov]) / min(t["transfer"], t["compute"])
+    hidden = {}
+    for seq, ov in PAIRS:
+        hidden[seq] = (t[seq] - t[ov]) / min(t["transfer"], t["compute"])
         say(f"  {seq:<24} {t[seq] * 1e3:7.2f} ms   {ov:<30} {t[ov] * 1e3:7.2f} ms   "
-            f"hidden: {100 * hidden:.0f}% of the shorter part")
+            f"hidden: {100 * hidden[seq]:.0f}% of the shorter part")
     comm.Barrier()
-    ok = np.array_equal(big_in, big)
-    if not comm.allreduce(ok, op=MPI.LAND):
+    ok = bool(comm.allreduce(np.array_equal(big_in, big), op=MPI.LAND))
+    if rank == 0:
+        from distlib.engines.report import emit
+
+        emit(P2PTiming(latency=lat, n_bytes=int(big.nbytes), one_way=one_way, bandwidth=big.nbytes / one_way,
+                       send_small=returned[0], ssend_small=returned[1], send_big=returned[2], receiver_wait=RECEIVER_WAIT,
+                       slices=k, times=t, hidden_one_way=hidden[PAIRS[0][0]], hidden_exchange=hidden[PAIRS[1][0]],
+                       buffers_match=ok))  # fmt: skip
+    if not ok:
         sys.exit(1)
     say("received buffers match what was sent: True")
 

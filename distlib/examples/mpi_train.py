@@ -19,7 +19,9 @@ The recipe every data-parallel framework follows, with nothing hidden:
 The model is a 2-layer perceptron (tanh hidden layer, logistic output)
 learning a nonlinear rule on synthetic data. At the end every rank hashes
 its parameters; an all-gather of the hashes shows they are bit-for-bit
-identical, and rank 0 checks that the loss went down.
+identical, and rank 0 checks that the loss went down. Rank 0 prints the
+story as it goes and hands the figures back typed, as one
+:class:`TrainReport` line (:mod:`distlib.engines.report`).
 """
 
 from __future__ import annotations
@@ -27,8 +29,57 @@ from __future__ import annotations
 import argparse
 import hashlib
 import sys
+from dataclasses import dataclass
 
 import numpy as np
+
+from distlib.collectives import ALLREDUCE_ALGORITHMS
+
+__all__ = ["make_data", "MLP", "TrainReport", "ALGORITHM_CHOICES", "headline", "main"]
+
+#: ``--algorithm``: the book's all-reduces, the engine's own, or the tuner's pick.
+ALGORITHM_CHOICES = ALLREDUCE_ALGORITHMS + ("builtin", "auto")
+
+
+@dataclass(frozen=True)
+class TrainReport:
+    """What rank 0 of :func:`main` hands back.
+
+    ``steps``, ``losses`` and ``accuracies`` are the global loss and
+    accuracy at the steps it measured them (step 0 first, the last step
+    last); ``hashes`` every rank's parameter hash after training.
+    """
+
+    p: int
+    params: int
+    global_batch: int
+    algorithm: str
+    steps: list[int]
+    losses: list[float]
+    accuracies: list[float]
+    hashes: list[str]
+
+    @property
+    def identical(self) -> bool:
+        """Every rank ended with the same parameters, bit for bit."""
+        return len(set(self.hashes)) == 1
+
+    @property
+    def loss_decreased(self) -> bool:
+        return self.losses[-1] < self.losses[0]
+
+    def headline(self) -> str:
+        """The run's first line, as rank 0 prints it."""
+        return headline(self.p, self.params, self.global_batch, self.algorithm)
+
+
+def headline(p: int, params: int, global_batch: int, algorithm: str) -> str:
+    """The first line rank 0 prints.
+
+    >>> headline(4, 385, 128, "ring")
+    '4 ranks, 385 parameters, global batch 128, all-reduce: ring'
+    """
+    return f"{p} ranks, {params} parameters, global batch {global_batch}, all-reduce: {algorithm}"
 
 
 def make_data(n: int, d: int, seed: int = 0):
@@ -99,7 +150,7 @@ def main(argv=None) -> None:
     parser.add_argument("--batch", type=int, default=32, help="examples per rank per step")
     parser.add_argument("--hidden", type=int, default=32)
     parser.add_argument("--lr", type=float, default=0.5)
-    parser.add_argument("--algorithm", default="ring", choices=["ring", "tree", "halving_doubling", "recursive_doubling", "builtin", "auto"])
+    parser.add_argument("--algorithm", default="ring", choices=ALGORITHM_CHOICES)
     parser.add_argument("--examples", type=int, default=4096)
     ns = parser.parse_args(sys.argv[1:] if argv is None else argv)
 
@@ -113,7 +164,15 @@ def main(argv=None) -> None:
     if rank == 0:
         model.init(seed=1)
     algorithms.broadcast(comm, model.theta, root=0)  # 1. identical start
-    say(f"{p} ranks, {model.size} parameters, global batch {p * ns.batch}, all-reduce: {ns.algorithm}")
+    log = {"steps": [], "losses": [], "accuracies": []}
+
+    def record(step, loss, acc):
+        log["steps"].append(step)
+        log["losses"].append(float(loss))
+        log["accuracies"].append(float(acc))
+        say(f"step {step:4d}  loss {loss:.4f}  accuracy {acc:.3f}")
+
+    say(headline(p, model.size, p * ns.batch, ns.algorithm))
 
     def global_loss():
         stats = np.array([*model.loss(X_mine, y_mine), len(y_mine)], dtype=np.float64)
@@ -121,7 +180,7 @@ def main(argv=None) -> None:
         return stats[0] / stats[2], stats[1] / stats[2]
 
     first, acc0 = global_loss()
-    say(f"step {0:4d}  loss {first:.4f}  accuracy {acc0:.3f}")
+    record(0, first, acc0)
     rng = np.random.default_rng(100 + rank)
     for step in range(1, ns.steps + 1):
         idx = rng.integers(0, len(y_mine), ns.batch)
@@ -130,8 +189,7 @@ def main(argv=None) -> None:
         model.grad /= p
         model.theta -= ns.lr * model.grad  # 5. the same update everywhere
         if step % max(1, ns.steps // 6) == 0 or step == ns.steps:
-            loss, acc = global_loss()
-            say(f"step {step:4d}  loss {loss:.4f}  accuracy {acc:.3f}")
+            record(step, *global_loss())
     last, acc = global_loss()
 
     digest = hashlib.sha256(model.theta.tobytes()).hexdigest()[:16]
@@ -140,6 +198,11 @@ def main(argv=None) -> None:
     say(f"parameter hashes by rank: {digests}")
     say(f"parameters identical on all ranks: {identical}")
     say(f"loss decreased: {first:.4f} -> {last:.4f}: {last < first}")
+    if rank == 0:
+        from distlib.engines.report import emit
+
+        emit(TrainReport(p, model.size, p * ns.batch, ns.algorithm, log["steps"], log["losses"], log["accuracies"],
+                         list(digests)))  # fmt: skip
     if not identical or not last < first:
         sys.exit(1)
 
