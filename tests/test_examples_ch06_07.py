@@ -156,3 +156,83 @@ def test_recorded_ring_over_mpi_matches_the_schedule_and_mpi_allreduce():
         assert line.split()[1:] == ["True"] * 3, line
     assert out[-1].endswith(", 0 failures")
     assert stray_processes(result.run_id) == []
+
+
+# ---------------------------------------------------------------------------
+# The workers hand their figures back typed (distlib.engines.report)
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.engines
+@pytest.mark.skipif(not _have_mpi(), reason="mpi4py / mpiexec not installed (pip install mpi4py mpich)")
+def test_ping_pong_figures_come_back_typed_and_agree_with_what_rank_0_printed():
+    from distlib.engines import report, run_mpi, stray_processes
+    from distlib.examples.mpi_p2p import PAIRS, RECEIVER_WAIT, P2PTiming
+
+    result = run_mpi("distlib.examples.mpi_p2p", 2, args=["--mbytes", "1", "--repeats", "2"], timeout=120)
+    t = report.read(result, P2PTiming)
+    assert t.n_bytes == 2**20 and t.bandwidth == pytest.approx(t.n_bytes / t.one_way) and t.buffers_match
+    assert 0 < t.latency < t.one_way
+    # Ssend waits for the receive, posted RECEIVER_WAIT late; a small Send returns at once (eager)
+    assert t.ssend_small >= 0.9 * RECEIVER_WAIT > t.send_small
+    assert set(t.times) == {"transfer", "compute", *[name for pair in PAIRS for name in pair]}
+    shorter = min(t.times["transfer"], t.times["compute"])
+    assert t.hidden_exchange == pytest.approx((t.times[PAIRS[1][0]] - t.times[PAIRS[1][1]]) / shorter)
+    # the prose says the same, rounded: the typed figure is the printed one's source
+    assert f"8 B one way {t.latency * 1e6:.1f} us" in result.stdout[0]
+    assert f"hidden: {100 * t.hidden_one_way:.0f}% of the shorter part" in result.stdout[0]
+    assert report.strip(result.stdout[0]).rstrip().endswith("received buffers match what was sent: True")
+    with pytest.raises(report.ReportError, match="rank 1 printed no P2PTiming report"):
+        report.read(result, P2PTiming, rank=1)
+    assert stray_processes(result.run_id) == []
+
+
+@pytest.mark.engines
+@pytest.mark.skipif(not _have_mpi(), reason="mpi4py / mpiexec not installed (pip install mpi4py mpich)")
+def test_mpi_training_comes_back_typed():
+    from distlib.engines import report, run_mpi, stray_processes
+    from distlib.examples import mpi_train
+
+    result = run_mpi("distlib.examples.mpi_train", 3, args=["--steps", "12", "--algorithm", "tree"], timeout=90)
+    t = report.read(result, mpi_train.TrainReport)
+    assert (t.p, t.params, t.global_batch, t.algorithm) == (3, mpi_train.MLP(10, 32).size, 96, "tree")
+    assert t.steps[0] == 0 and t.steps[-1] == 12 and len(t.losses) == len(t.steps) == len(t.accuracies)
+    assert len(t.hashes) == 3 and t.identical and t.loss_decreased
+    assert result.lines(0)[0] == t.headline()
+    assert stray_processes(result.run_id) == []
+
+
+def test_mpi_train_offers_the_registry_s_algorithms():
+    from distlib.examples import mpi_train
+
+    assert mpi_train.ALGORITHM_CHOICES == dl.ALLREDUCE_ALGORITHMS + ("builtin", "auto")
+
+
+@pytest.mark.engines
+@pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="torch not installed")
+def test_ddp_training_comes_back_typed():
+    from distlib.engines import report, run_torch, stray_processes
+    from distlib.examples import torch_ddp
+
+    result = run_torch("distlib.examples.torch_ddp:main", 2, args=["--steps", "10"], timeout=150)
+    t = report.read(result, torch_ddp.DDPTraining)
+    assert t.p == 2 and t.engine == "gloo" and t.steps == 10
+    assert len(set(t.hashes_before)) == 2  # different seeds on the two ranks...
+    assert len(set(t.hashes_wrapped)) == 1 and t.hashes_wrapped[0] == t.hashes_before[0]  # ...then rank 0's
+    assert t.identical and t.loss_decreased
+    assert f"parameter hashes by rank after training: {t.hashes_after}" in result.stdout[0]
+    assert stray_processes(result.run_id) == []
+
+
+def test_nccl_example_returns_nothing_where_no_gpu_can_run_it(capsys):
+    torch = pytest.importorskip("torch")
+    from distlib.examples import nccl_allreduce
+
+    if torch.cuda.is_available():  # pragma: no cover - a GPU machine runs it for real
+        ran = nccl_allreduce.main(["--mib", "1"])
+        assert isinstance(ran, nccl_allreduce.NcclRun) and ran.error is None
+        assert ran.small_sum == ran.expected and all(t.correct for t in ran.timings)
+        assert "@@distlib-report" not in capsys.readouterr().out
+    else:
+        assert nccl_allreduce.main(["--mib", "1"]) is None
+        assert capsys.readouterr().out.strip() == nccl_allreduce.SKIP

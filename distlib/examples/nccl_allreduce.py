@@ -20,6 +20,10 @@ NCCL runs one rank per GPU. What this example does depends on the machine:
 * **One GPU per rank**: NCCL's own ``all_reduce`` and the book's ring
   (``distlib.engines.allreduce`` over NCCL send/recv) on a 64 MiB float32
   buffer, both checked and timed, bus bandwidth printed.
+
+Rank 0 also hands back what ran, typed: one :class:`NcclRun` report line
+(:mod:`distlib.engines.report`), which :func:`main` returns when it
+launched the ranks (``None`` where nothing ran).
 """
 
 from __future__ import annotations
@@ -28,8 +32,48 @@ import argparse
 import os
 import sys
 import time
+from dataclasses import dataclass, field
+
+__all__ = ["NcclTiming", "NcclRun", "SKIP", "as_rank", "main"]
 
 SKIP = "no CUDA GPU is visible to PyTorch: NCCL needs one GPU per rank, so the NCCL example is skipped"
+
+
+@dataclass(frozen=True)
+class NcclTiming:
+    """One all-reduce timed on the GPUs: ``name`` (``"builtin"`` or ``"ring"``), median seconds, busbw (bytes/s)."""
+
+    name: str
+    device: str
+    n_bytes: int
+    seconds: float
+    busbw: float
+    correct: bool
+
+
+@dataclass(frozen=True)
+class NcclRun:
+    """What ran: ``p`` ranks on ``gpus`` GPUs over ``backend`` (``"nccl"``, or ``"gloo"`` on too few GPUs).
+
+    ``error`` is NCCL's refusal when ``--try-nccl`` forced it onto too few
+    GPUs (then nothing was timed); ``small_sum`` the result of a small
+    all-reduce of ``rank + 1`` (``expected``: ``p (p + 1) / 2``).
+    """
+
+    p: int
+    gpus: int
+    backend: str
+    error: str | None = None
+    small_sum: float | None = None
+    expected: float | None = None
+    timings: list[NcclTiming] = field(default_factory=list)
+
+
+def _emit(rank: int, run: NcclRun) -> None:
+    if rank == 0:
+        from distlib.engines.report import emit
+
+        emit(run)
 
 
 def _gpus() -> int:
@@ -71,11 +115,13 @@ def as_rank(mib: float, try_nccl: bool) -> None:
         torch.cuda.synchronize()
     except Exception as exc:  # the --try-nccl path on too few GPUs ends here
         say(f"NCCL failed as expected with {p} ranks on {gpus} GPU(s): {type(exc).__name__}: {str(exc)[:300]}")
+        _emit(rank, NcclRun(p, gpus, backend, error=f"{type(exc).__name__}: {str(exc)[:300]}"))
         os._exit(0)
     say(f"{p} ranks on {gpus} GPU(s), backend {comm.engine}; small all-reduce gives {x[0].item():g} (expected {p * (p + 1) / 2:g})")
 
     count = int(mib * 2**20) // 4
     want = p * (p + 1) / 2
+    timings = []
     for name in ("builtin", "ring"):
         buf = torch.full((count,), float(rank + 1), device=device)
         if name == "ring" and comm.engine != "nccl":
@@ -92,15 +138,18 @@ def as_rank(mib: float, try_nccl: bool) -> None:
             torch.cuda.synchronize()  # NCCL returns once the work is queued: wait for the GPU
             times.append(time.perf_counter() - t0)
         seconds = sorted(times)[len(times) // 2]
+        timings.append(NcclTiming(name, buf.device.type, count * 4, seconds,
+                                  bus_bandwidth("allreduce", count * 4, p, seconds), ok))
         say(
             f"{name:>8} all-reduce of {mib:g} MiB ({buf.device.type}): {seconds * 1e3:.2f} ms, "
             f"busbw {bus_bandwidth('allreduce', count * 4, p, seconds) / 1e9:.1f} GB/s, correct: {ok}"
         )
         if not ok:
             sys.exit(1)
+    _emit(rank, NcclRun(p, gpus, comm.engine, small_sum=float(x[0].item()), expected=want, timings=timings))
 
 
-def main(argv=None) -> None:
+def main(argv=None) -> NcclRun | None:
     parser = argparse.ArgumentParser(prog="python -m distlib.examples.nccl_allreduce")
     parser.add_argument("-n", type=int, default=None, help="ranks when launching (default: one per GPU, at least 2)")
     parser.add_argument("--mib", type=float, default=64.0)
@@ -108,16 +157,19 @@ def main(argv=None) -> None:
     ns = parser.parse_args(sys.argv[1:] if argv is None else argv)
     if "RANK" in os.environ:
         as_rank(ns.mib, ns.try_nccl)
-        return
+        return None
     gpus = _gpus()
     if gpus == 0:
         print(SKIP, flush=True)
-        return
+        return None
     from distlib.engines.launch import run_torch
+    from distlib.engines.report import read, strip
 
     n = ns.n or max(2, gpus)
     args = ["--mib", str(ns.mib)] + (["--try-nccl"] if ns.try_nccl else [])
-    print(run_torch("distlib.examples.nccl_allreduce:main", n, backend="nccl", args=args, timeout=180))
+    result = run_torch("distlib.examples.nccl_allreduce:main", n, backend="nccl", args=args, timeout=180)
+    print(strip(str(result)))
+    return read(result, NcclRun)
 
 
 if __name__ == "__main__":

@@ -16,7 +16,11 @@ What happens on every rank:
    the rest of the backward pass is still running.
 3. After training, a hash of every rank's parameters is all-gathered:
    identical hashes mean identical models. Rank 0 also checks the loss
-   went down.
+   went down, and hands every figure back typed, as one
+   :class:`DDPTraining` line (:mod:`distlib.engines.report`)::
+
+       result = distlib.engines.run_torch("distlib.examples.torch_ddp:main", 2)
+       training = distlib.engines.report.read(result, DDPTraining)
 
 The data and the 2-layer network are those of
 :mod:`distlib.examples.mpi_train`, so the two chapters train the same thing
@@ -29,8 +33,39 @@ import argparse
 import hashlib
 import os
 import sys
+from dataclasses import dataclass
 
 import numpy as np
+
+__all__ = ["DDPTraining", "train", "main"]
+
+
+@dataclass(frozen=True)
+class DDPTraining:
+    """What rank 0 of :func:`train` hands back: every rank's parameter hash at three moments, and the loss.
+
+    ``hashes_before``: each rank's own random initialisation (all differ);
+    ``hashes_wrapped``: after ``DistributedDataParallel(model)`` broadcast
+    rank 0's; ``hashes_after``: after training on different data.
+    """
+
+    p: int
+    engine: str
+    steps: int
+    hashes_before: list[str]
+    hashes_wrapped: list[str]
+    hashes_after: list[str]
+    first_loss: float
+    last_loss: float
+
+    @property
+    def identical(self) -> bool:
+        """Every rank ended with the same parameters."""
+        return len(set(self.hashes_after)) == 1
+
+    @property
+    def loss_decreased(self) -> bool:
+        return self.last_loss < self.first_loss
 
 
 def _param_hash(model) -> str:
@@ -91,6 +126,10 @@ def train(steps: int = 150, batch: int = 32, lr: float = 0.5) -> None:
     say(f"parameter hashes by rank after training: {hashes}")
     say(f"parameters identical on all ranks: {identical}")
     say(f"loss decreased: {first:.4f} -> {last:.4f}: {last < first}")
+    if rank == 0:
+        from distlib.engines.report import emit
+
+        emit(DDPTraining(p, comm.engine, steps, list(before), list(after), list(hashes), first, last))
     if not (identical and last < first and len(set(after)) == 1):
         sys.exit(1)
 
@@ -110,14 +149,16 @@ def main(argv=None) -> None:
     from distlib.engines.launch import run_torch, run_torchrun
 
     args = ["--steps", str(ns.steps)]
+    from distlib.engines.report import strip
+
     if ns.nodes is None:
-        print(run_torch("distlib.examples.torch_ddp:main", ns.n, args=args, timeout=ns.timeout))
+        print(strip(str(run_torch("distlib.examples.torch_ddp:main", ns.n, args=args, timeout=ns.timeout))))
         return
     from distlib.minicluster import mini_cluster
 
     with mini_cluster(ns.nodes, link_gbit=ns.link_gbit) as cluster:
         result = run_torchrun("distlib.examples.torch_ddp", ns.n, args=args, timeout=ns.timeout, cluster=cluster)
-        print(result)
+        print(strip(str(result)))
         print(f"ranks ran on: {result.nodes}; bytes over node0's link: {cluster.link_bytes(0)}")
 
 
