@@ -48,7 +48,7 @@ MODEL_MODULES = {
     "distlib.bench.results",
 }
 #: Top-level modules and packages that start processes (the benchmark, the mini cluster): not models.
-LAUNCHERS = {"distlib.bench", "distlib.minicluster"}
+LAUNCHERS = {"distlib.bench", "distlib.minicluster", "distlib.run"}  # distlib.run: python -m distlib.run
 #: The packages of the other layers, each with its own rules below.
 LAYER_PACKAGES = {"distlib.engines", "distlib.plots", "distlib.widgets", "distlib.examples"}
 
