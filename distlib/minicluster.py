@@ -228,6 +228,11 @@ class MiniCluster:
         self._closed = False
         self._lock = threading.Lock()
         self._traffic: dict = {}  # port -> [(time, packets from the node, packets to it)], for health()
+        from .engines._processes import _Reaper
+
+        # If this process dies without close() (a SIGKILL), a reaper outside it removes the namespaces.
+        self._reaper = _Reaper(self.name, self.workdir, netns=[self.switch, *(n.netns for n in self.nodes)],
+                               etc_netns=_ETC_NETNS)  # fmt: skip
         try:
             self._build()
         except BaseException:
@@ -289,6 +294,7 @@ class MiniCluster:
         for name in reversed(self._made):
             _delete_netns(self._ip, name)
         shutil.rmtree(self.workdir, ignore_errors=True)
+        self._reaper.done()
 
     def __enter__(self) -> "MiniCluster":
         return self
@@ -504,8 +510,17 @@ def __getattr__(name: str):
 
 
 def _main(argv=None) -> int:  # pragma: no cover - a manual check
-    """``python -m distlib.minicluster [NODES] [GBIT]``: make a cluster, show it, remove it."""
+    """``python -m distlib.minicluster [NODES] [GBIT]``: make a cluster, show it, remove it.
+
+    ``python -m distlib.minicluster run [FLAGS] MODULE [ARGS]``: run a rank program across a cluster, as
+    ``python -m distlib.run --nodes 2 ...`` (its flags; two nodes unless ``--nodes`` says otherwise).
+    """
     argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["run"]:
+        from .run import main as run_main
+
+        rest = argv[1:]
+        return run_main(rest if "--nodes" in rest else ["--nodes", "2", *rest])
     n = int(argv[0]) if argv else 2
     gbit = float(argv[1]) if len(argv) > 1 else 2.0
     t0 = time.monotonic()

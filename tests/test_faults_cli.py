@@ -34,9 +34,10 @@ BENCH = ["allreduce", "--ranks", "3", "-b", "8", "-e", "64K", "-n", "3000", "-w"
 class Bench:
     """``python -m distlib.bench`` in a session of its own, its stderr collected as it comes."""
 
-    def __init__(self, engine: str):
+    def __init__(self, engine: str, nodes: int | None = None):
         self.shm_before = {p.name for p in SHM.iterdir()} if SHM.is_dir() else set()
-        self.proc = subprocess.Popen([sys.executable, "-m", "distlib.bench", *BENCH, "--engine", engine], env=ENV,
+        where = [] if nodes is None else ["--nodes", str(nodes), "--ranks", str(2 * nodes), "--link-gbit", "1"]
+        self.proc = subprocess.Popen([sys.executable, "-m", "distlib.bench", *BENCH, "--engine", engine, *where], env=ENV,
                                      cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                      start_new_session=True)  # fmt: skip
         self.err: list = []
@@ -78,6 +79,8 @@ class Bench:
         left += [str(p) for p in TMP.glob(f"distlib-*-{self.proc.pid}-*")]
         now = {p.name for p in SHM.iterdir()} if SHM.is_dir() else set()
         left += [f"/dev/shm/{n}" for n in now - self.shm_before if n.startswith("mpich")]
+        if Path("/run/netns").is_dir():
+            left += [f"namespace {p.name}" for p in Path("/run/netns").glob(f"dlmc-{self.proc.pid}-*")]
         return left
 
     def kill(self):
@@ -90,8 +93,8 @@ class Bench:
 def bench(request):
     made = []
 
-    def start(engine):
-        made.append(Bench(engine))
+    def start(engine, nodes=None):
+        made.append(Bench(engine, nodes))
         return made[-1]
 
     yield start
@@ -294,3 +297,39 @@ def test_the_reviewers_table_of_bad_command_lines_has_one_clear_line_each():
         assert message.startswith("exit 2: python -m distlib."), (call, message)
         assert " / " not in message and "Traceback" not in message, (call, message)
         assert re.search(r"(-[a-z]\b|--[a-z-]+|module|argument)", message), (call, message)
+
+
+# -- the same faults across the mini cluster (two simulated nodes, root only) ------------------------------
+
+
+def _cluster_reason():
+    from distlib.minicluster import minicluster_support
+
+    return minicluster_support()
+
+
+@pytest.mark.skipif(_cluster_reason() is not None, reason=f"mini cluster unavailable: {_cluster_reason()}")
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("fault", ["SIGSTOP rank", "SIGKILL rank", "SIGTERM launcher", "SIGKILL launcher"])
+def test_faults_across_the_mini_cluster_are_named_and_leave_nothing(bench, engine, fault):
+    b = bench(engine, nodes=2)
+    beat = b.running(rank=3)  # on node1
+    run_id = b.run_id(beat["pid"])
+    sig, victim = fault.split()
+    os.kill(beat["pid"] if victim == "rank" else b.proc.pid, getattr(signal, sig))
+    if fault == "SIGKILL launcher":
+        b.proc.wait(timeout=10)
+        assert not _gone(b, run_id, timeout=20), b.leftovers(run_id)  # namespaces included: the reapers
+        return
+    code, err, seconds = b.wait(timeout=60)
+    assert seconds < 30, seconds
+    line = next(line for line in err.splitlines() if line.startswith("python -m distlib.bench:"))
+    if fault == "SIGSTOP rank":
+        assert code == EXIT_STATUS["rank stalled"], err
+        assert re.search(r"rank 3 on node node1 stopped making progress", line), line
+    elif fault == "SIGKILL rank":
+        assert code == EXIT_STATUS["rank failed"], err
+        assert re.search(r"rank 3\b.*node1.*signal 9|rank 3 on node node1 .*killed", line), line
+    else:
+        assert code == 128 + signal.SIGTERM and "SIGTERM" in line, err
+    assert not _gone(b, run_id, timeout=20), b.leftovers(run_id)

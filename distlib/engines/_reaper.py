@@ -11,8 +11,8 @@ and the reaper, waiting a moment for the ranks' own checks, then:
 * removes the run's work folder, and the MPICH, Hydra and UCX files in
   ``/dev/shm`` and the temp folder that were not there before the run and
   that no live process holds;
-* deletes the network namespaces it was given (a mini cluster's), with
-  their ``/etc/netns`` folders.
+* kills what still runs inside the network namespaces it was given (a mini
+  cluster's) and deletes them, with their ``/etc/netns`` folders.
 
 Arguments: one JSON object on the command line: ``run_id``, ``workdir``,
 ``before`` (``{folder: [names]}``), ``netns`` (names), ``etc_netns``.
@@ -90,6 +90,12 @@ def reap(job):
     ip = shutil.which("ip") or "/usr/sbin/ip"
     for name in job.get("netns", []):
         if os.path.exists(f"/run/netns/{name}"):
+            pids = subprocess.run([ip, "netns", "pids", name], capture_output=True, text=True, timeout=30).stdout
+            for pid in pids.split():
+                try:
+                    os.kill(int(pid), signal.SIGKILL)
+                except (OSError, ValueError):
+                    pass
             subprocess.run([ip, "netns", "delete", name], capture_output=True, timeout=30)
         shutil.rmtree(os.path.join(job.get("etc_netns", "/etc/netns"), name), ignore_errors=True)
 

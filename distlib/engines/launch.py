@@ -461,7 +461,11 @@ def _execute(plan: _Plan, *, check: bool) -> RunResult:
         result = plan.collect(ended)
     finally:
         shutil.rmtree(plan.workdir, ignore_errors=True)
-    if stalled:
+    if stalled and stalled.kind == "gone":  # a rank failed; its engine's launcher did not end the run
+        result.returncode = result.returncode or 1
+        error = RunError(f"{plan.what} failed: {stalled}; every process of the run was stopped.", result,
+                         stalled.rank)  # fmt: skip
+    elif stalled:
         result.returncode = 124
         error = _stalled(plan.what, stalled, result)
     else:
@@ -605,6 +609,7 @@ def _mpi_plan(target, n, args, timeout, env, cluster, stall, behind) -> _Plan:
     full_env["DISTLIB_RANK_NOTES"] = str(notes)
     if watchdog is not None:
         full_env.update(watchdog.env)
+        watchdog.notes = notes
     if cma_available():  # one copy per byte between ranks instead of two
         full_env.setdefault("MPIR_CVAR_CH4_CMA_ENABLE", "1")
         # From 16 KiB (MPICH's default is 8 KiB): the single copy starts with a
@@ -678,6 +683,8 @@ def _cluster_words(cluster) -> str:
 
 
 def _failed_rank(result: RunResult):
+    if result.ended:  # the first rank's own note (or its guard's): there even when mpiexec lost the rest
+        return next(iter(result.ended))
     text = result.launcher + "\n" + "\n".join(result.stderr)
     m = re.search(r"rank (\d+) in comm", text)
     if m:
@@ -699,7 +706,15 @@ def _mpi_failure_message(target, n, result: RunResult) -> str:
     bad = re.search(r"PID (\d+) RUNNING AT (\S+)\s*\n=\s*(?:EXIT CODE|KILLED BY SIGNAL): (\d+)", result.launcher)
     bad_rank = next((r for r, pid in result.pids.items() if bad and pid == int(bad.group(1))), None)
     on = f" on node {bad.group(2)}" if bad and result.network == "mini cluster" else ""
-    if killed:
+    note = result.ended.get(rank, "") if rank is not None else ""
+    guard = re.match(r"killed by signal (\d+) \((\w+)\)", note)
+    if guard:  # the rank's guard saw it die: the one to name, whatever Hydra printed about the others
+        node = result.nodes.get(rank)
+        on = f" on node {node}" if node and result.network == "mini cluster" else ""
+        how = f"rank {rank}{on} was killed by signal {guard.group(1)} ({guard.group(2)})"
+        if guard.group(1) == "9":
+            how += "; SIGKILL comes from another process or from the kernel's out-of-memory killer"
+    elif killed:
         rank = bad_rank if bad_rank is not None else rank  # Hydra's PID of the first to go, through the heartbeats
         who = f"rank {rank}" if rank is not None else "a rank"
         node = result.nodes.get(rank) if rank is not None else None

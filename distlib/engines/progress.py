@@ -276,13 +276,18 @@ class Beat:
         return f"in no communication call (after call {self.comm_call}); it last noted: {self.doing}"
 
 
+GONE_GRACE = 5.0
+"""Seconds a run may go on with a rank's process gone before the launcher ends it and names that rank."""
+
+
 @dataclass
 class Stall:
     """Why the watchdog (or a mini cluster's health check) ended a run: typed, and in words.
 
     ``kind`` is ``"stopped"`` (a rank's process is stopped), ``"behind"``
-    (its peers waited on it in a communication call) or ``"node"`` (a node
-    or its link was lost). ``rank`` and ``node`` name it where known.
+    (its peers waited on it in a communication call), ``"gone"`` (its process
+    exited and the others ran on, unstopped by the engine's launcher) or
+    ``"node"`` (a node or its link was lost). ``rank`` and ``node`` name it where known.
     """
 
     kind: str
@@ -316,6 +321,9 @@ class Watchdog:
         self.folder.mkdir(parents=True, exist_ok=True)
         self.stall = check_real("stall", stall, minimum=4 * BEAT)
         self.behind = check_real("behind", DEFAULT_BEHIND if behind is None else behind, minimum=4 * BEAT)
+        self._gone_since: dict = {}  # rank -> when its process was first seen gone while others ran
+        self.notes: Path | None = None
+        """A folder of ``ended.<rank>`` notes (MPI runs): among ranks gone, the first to leave a note is named."""
 
     @property
     def env(self) -> dict:
@@ -335,7 +343,24 @@ class Watchdog:
         """The first stopped rank, or the rank its peers wait on; ``None`` while the run makes progress."""
         # A rank whose process has exited is the launcher's business (an exit
         # status, Hydra's report); here only ranks that are there but do not move.
-        beats = [b for b in self.beats() if b.process_state() != "gone"]
+        everyone = self.beats()
+        states = {b.rank: b.process_state() for b in everyone}
+        beats = [b for b in everyone if states[b.rank] != "gone"]
+        gone = [b for b in everyone if states[b.rank] == "gone"]
+        if gone and beats:
+            # A rank's process is gone and the others run on: the engine's launcher (Hydra, torchrun) normally
+            # ends the run within a moment; if it has not after GONE_GRACE seconds, the launcher names the rank.
+            now = time.monotonic()
+            for b in gone:
+                self._gone_since.setdefault(b.rank, now)
+            first = min(gone, key=lambda b: (self._noted(b.rank), self._gone_since[b.rank], b.rank))
+            if now - self._gone_since[first.rank] > GONE_GRACE:
+                peers = ", ".join(str(b.rank) for b in beats)
+                how = self._note(first.rank)
+                how = f"it was {how}" if how.startswith("killed by signal") else "its process exited"
+                return Stall("gone", f"rank {first.rank} on node {first.node} is gone ({how}) while "
+                             f"rank(s) {peers} ran on without it for {now - self._gone_since[first.rank]:.1f} s; it "
+                             f"was {first.where()}", first.rank, first.node, first.doing)  # fmt: skip
         for b in beats:
             if b.age > self.stall and b.process_state() == "stopped":
                 return Stall("stopped", f"rank {b.rank} on node {b.node} stopped making progress: its process is "
@@ -354,6 +379,22 @@ class Watchdog:
         return Stall("behind", f"rank {lag.rank} on node {lag.node} fell behind: rank(s) {peers} waited "
                      f"{longest.waited + longest.age:.1f} s in {longest.comm} (call {longest.comm_call}) while it "
                      f"was {lag.where()}{late}", lag.rank, lag.node, lag.doing)  # fmt: skip
+
+    def _note(self, rank: int) -> str:
+        """The last line of rank ``rank``'s note of how it ended, or ``""``."""
+        try:
+            return (self.notes / f"ended.{rank}").read_text().strip().splitlines()[-1] if self.notes else ""
+        except (OSError, IndexError):
+            return ""
+
+    def _noted(self, rank: int) -> float:
+        """When rank ``rank`` left its note of how it ended (its own, or its guard's), or infinity."""
+        if self.notes is None:
+            return float("inf")
+        try:
+            return (self.notes / f"ended.{rank}").stat().st_mtime
+        except OSError:
+            return float("inf")
 
     def gone(self) -> list:
         """Heartbeats of ranks whose process no longer exists (to name who died, and where)."""
