@@ -516,11 +516,10 @@ def _main(argv=None) -> int:  # pragma: no cover - a manual check
     ``python -m distlib.run --nodes 2 ...`` (its flags; two nodes unless ``--nodes`` says otherwise).
     """
     argv = sys.argv[1:] if argv is None else argv
-    if argv[:1] == ["run"]:
-        from .run import main as run_main
-
+    if argv[:1] == ["run"]:  # distlib.run in this process's place (no import: run imports this module)
         rest = argv[1:]
-        return run_main(rest if "--nodes" in rest else ["--nodes", "2", *rest])
+        os.execv(sys.executable, [sys.executable, "-m", "distlib.run",
+                                  *(rest if "--nodes" in rest else ["--nodes", "2", *rest])])  # fmt: skip
     n = int(argv[0]) if argv else 2
     gbit = float(argv[1]) if len(argv) > 1 else 2.0
     t0 = time.monotonic()
