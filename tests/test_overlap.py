@@ -407,17 +407,19 @@ def test_naive_formula_is_right_only_when_the_last_allreduce_is_free():
 
 
 def _fake_report():
-    ar = {4e5: 5e-4, 8e5: 9e-4, 1.2e6: 1.3e-3}
-    return {
-        "p": 2, "forward_time": 1e-3, "backward_times": [1e-3, 1e-3, 1e-3], "grad_bytes": [4e5, 4e5, 4e5],
-        "allreduce": {"n_bytes": list(ar), "seconds": list(ar.values())},
-        "sweep": [
-            {"bucket_cap_mb": 0.25, "buckets": None, "compute": 4e-3, "overlap": 4.6e-3, "no_overlap": 5.3e-3,
-             "compute_cpu": 4e-3, "overlap_cpu": 5e-3, "no_overlap_cpu": 5e-3},
-            {"bucket_cap_mb": 2.0, "buckets": [{"n_bytes": 1.2e6, "layers": [0, 1, 2]}], "compute": 4e-3,
-             "overlap": 5.3e-3, "no_overlap": 5.3e-3},
+    from distlib.measure_overlap import AllreduceTimes, Bucket, DDPReport, SweepRow
+
+    ar = {400_000: 5e-4, 800_000: 9e-4, 1_200_000: 1.3e-3}
+    return DDPReport(
+        p=2, forward_time=1e-3, backward_times=[1e-3, 1e-3, 1e-3], grad_bytes=[400_000, 400_000, 400_000],
+        allreduce=AllreduceTimes(n_bytes=list(ar), seconds=list(ar.values())),
+        sweep=[
+            SweepRow(bucket_cap_mb=0.25, buckets=None, compute=4e-3, overlap=4.6e-3, no_overlap=5.3e-3,
+                     compute_cpu=4e-3, overlap_cpu=5e-3, no_overlap_cpu=5e-3),
+            SweepRow(bucket_cap_mb=2.0, buckets=[Bucket(n_bytes=1_200_000, layers=[0, 1, 2])], compute=4e-3,
+                     overlap=5.3e-3, no_overlap=5.3e-3),
         ],
-    }
+    )
 
 
 def test_plot_measured_sweep_draws_measurements_and_model():
