@@ -51,7 +51,7 @@ MODEL_MODULES = {
 #: Top-level modules and packages that start processes (the benchmark, the mini cluster): not models.
 LAUNCHERS = {"distlib.bench", "distlib.minicluster", "distlib.run"}  # distlib.run: python -m distlib.run
 #: The packages of the other layers, each with its own rules below.
-LAYER_PACKAGES = {"distlib.engines", "distlib.plots", "distlib.widgets", "distlib.examples"}
+LAYER_PACKAGES = {"distlib.engines", "distlib.plots", "distlib.widgets", "distlib.examples", "distlib.static"}
 
 #: What a model module may not import: anything that launches, draws or wires controls.
 MODEL_MAY_NOT_IMPORT = ("distlib.engines", "distlib.bench", "distlib.minicluster", "distlib.widgets",
@@ -60,9 +60,13 @@ MODEL_MAY_NOT_IMPORT = ("distlib.engines", "distlib.bench", "distlib.minicluster
 #: model floor may be imported from anywhere, distlib.bench.results too.)
 PLOTS_MAY_NOT_IMPORT = ("distlib.engines", "distlib.bench", "distlib.minicluster", "distlib.widgets",
                         "distlib.examples")
+#: What the static book (picture pairs, frame grids, the phone layout) may not import: it draws on what
+#: plots and widgets make, and is imported by them, so neither of them; and nothing that launches.
+STATIC_MAY_NOT_IMPORT = ("distlib.engines", "distlib.bench", "distlib.minicluster", "distlib.widgets",
+                         "distlib.plots", "distlib.examples")
 
 #: Violations the scan finds today; it must find exactly these: the test fails when a violation is
-#: added, and also when one is fixed and this set is not updated. ("plots", importer, imported),
+#: added, and also when one is fixed and this set is not updated. ("plots" or "static", importer, imported),
 #: ("model", importer, imported) or ("cycle", *modules). None left: the bench's results moved to
 #: distlib.bench.results (plots.bench imports that), and race() to distlib.bench.launch.
 KNOWN_VIOLATIONS: set = set()
@@ -216,6 +220,8 @@ def violations(graph: dict) -> set:
             found |= {("model", module, t) for t in edges if _inside(t, MODEL_MAY_NOT_IMPORT)}
         if _inside(module, ("distlib.plots",)):
             found |= {("plots", module, t) for t in edges if _inside(t, PLOTS_MAY_NOT_IMPORT)}
+        if _inside(module, ("distlib.static",)):
+            found |= {("static", module, t) for t in edges if _inside(t, STATIC_MAY_NOT_IMPORT)}
     found |= {("cycle", *component) for component in cycles(graph)}
     return found
 
@@ -225,10 +231,13 @@ def test_the_scan_reads_imports_at_every_depth():
     assert "distlib.collectives" in graph["distlib.cluster"]  # module level
     assert "distlib.gpu_cluster" in graph["distlib.walls"]  # only inside three_walls
     assert "distlib.engines.comm" in graph["distlib.engines.algorithms"]  # relative, one level
-    assert "distlib.plots.pictures" in graph["distlib.plots"]  # from a package's own __init__
+    assert "distlib.static.kernel" in graph["distlib.plots"]  # from a package's own __init__
+    assert "distlib.static.pictures" in graph["distlib.plots.pictures"]  # the names it re-exports
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [("a", "b", "c")]
     assert violations({"distlib.ring": {"distlib.engines.launch"}}) == {
         ("model", "distlib.ring", "distlib.engines.launch")}
+    assert violations({"distlib.static.frames": {"distlib.widgets._base", "distlib.fmt"}}) == {
+        ("static", "distlib.static.frames", "distlib.widgets._base")}  # a model module is open to it
     assert violations({"distlib.plots.bench": {"distlib.bench.results"}}) == set()  # the results: model floor
     assert violations({"distlib.plots.bench": {"distlib.bench.launch"}, "distlib.bench.results": {"distlib.bench"}}) == {
         ("plots", "distlib.plots.bench", "distlib.bench.launch"), ("model", "distlib.bench.results", "distlib.bench")}

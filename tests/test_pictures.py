@@ -205,3 +205,136 @@ def test_state_is_never_carried_by_red_against_green():
     offenders = [str(p.relative_to(root)) for p in root.rglob("*.py")
                  if {"#d62728", "#2ca02c"} & set(re.findall(r"#[0-9a-f]{6}", p.read_text().lower()))]
     assert not offenders, offenders
+
+
+# ---- the static layer's own state, and its one way to put a legend under the axes ----------
+
+
+def _below(ax):
+    """Inches from the bottom edge of ``ax`` down to the top of its legend's anchor ("figure": the figure's edge)."""
+    leg = ax.get_legend()
+    anchor = leg.get_bbox_to_anchor()
+    if anchor.y0 == 0 and leg._loc == 8:  # "lower center" on the figure's bottom edge
+        return "figure"
+    bottom = ax.transAxes.transform((0.5, 0.0))[1]
+    return round(float(bottom - anchor.y0) / ax.figure.dpi, 9)
+
+
+def _seven_placements():
+    """The seven plots that put a legend under their axes, each as its picture had it before ``legend_below``."""
+    import numpy as np
+
+    import distlib as dl
+    from distlib.plots import collectives, minicluster, overlap, ring, roofline, walls
+
+    def regime_on_a_phone():  # collectives: moved under the axes on a phone only, 0.47 in with an x label
+        fig = Figure(figsize=(6.4, 3.8))
+        collectives.plot_regime(fig.add_subplot(), "allreduce", 8, alpha=5e-6, bandwidth=50e9)
+        return pictures.phone_copy(fig).axes[0], 0.47
+
+    def regime_without_x_label():  # ... and 0.3 in without one
+        fig = Figure(figsize=(6.4, 3.8))
+        ax = fig.add_subplot()
+        collectives.plot_regime(ax, "allreduce", 8, alpha=5e-6, bandwidth=50e9)
+        ax.set_xlabel("")
+        return pictures.phone_copy(fig).axes[0], 0.3
+
+    def memory_bars():  # walls: 3.5 + 3.5 pt of tick, 3 lines of 11 pt labels and the x label, 4 pt
+        ax = Figure(figsize=(5.2, 3.4)).add_subplot()
+        walls.plot_memory_breakdown(ax, dl.three_walls(params=7e9, tokens=1e12, chips=8, recipe="mixed_precision_adam",
+                                                       accelerator="H100", mfu=0.4, stage=1))
+        return ax, (3.5 + 3.5 + 2 * 11 * 1.25 + 4) / 72
+
+    def time_bars():  # walls: one line of tick labels, no x label
+        ax = Figure(figsize=(4.6, 3.4)).add_subplot()
+        walls.TimeBars(ax, ylim=(1, 1e12))
+        return ax, (3.5 + 3.5 + 1 * 11 * 1.25 + 4) / 72
+
+    def race_legend():  # minicluster: 0.52 in
+        ax = Figure(figsize=(6.4, 3.6)).add_subplot()
+        ax.bar([0], [1], label="flat ring, measured")
+        minicluster._legend(ax, ncol=2)
+        return ax, 0.52
+
+    def bucket_sweep():  # overlap: 0.52 in
+        ax = Figure(figsize=(6.4, 3.7)).add_subplot()
+        b = [2e-3] * 8
+        overlap.plot_bucket_sweep(ax, dl.bucket_sweep(b, dl.gradient_profile(1e8, 8), alpha=1e-5, bandwidth=25e9,
+                                                      p=8, forward_time=8e-3))
+        return ax, 0.52
+
+    def roofline_legend():  # roofline: 3.4 lines of 11 pt, centred on the figure
+        ax = Figure(figsize=(6.4, 5)).add_subplot()
+        roofline.plot_roofline(ax, ["H100", "A100"])
+        return ax, (7 + 3.4 * 11 * 1.25 + 4) / 72
+
+    def step_vs_p():  # ring: 0.5 in, computed from its 10 pt tick and x labels
+        ax = Figure(figsize=(6, 3.2)).add_subplot()
+        example = dict(params=7e9, bytes_per_value=2, link_bandwidth=50e9, flops_per_gpu=989e12, mfu=0.4,
+                       tokens_per_gpu=4096)
+        ring.plot_step_vs_p(ax, [dl.cluster_step(p=int(p), **example) for p in 2 ** np.arange(1, 8)])
+        return ax, 0.5
+
+    def step_vs_p_on_a_phone():  # ... and there again on a phone, whose text is 11 pt by then
+        ax, _ = step_vs_p()
+        return pictures.phone_copy(ax.figure).axes[0], 0.5
+
+    def step_bars():  # ring: on the figure's bottom edge
+        ax = Figure(figsize=(4.6, 2.6)).add_subplot()
+        ring.StepBars(ax)
+        return ax, "figure"
+
+    return [regime_on_a_phone, regime_without_x_label, memory_bars, time_bars, race_legend, bucket_sweep,
+            roofline_legend, step_vs_p, step_vs_p_on_a_phone, step_bars]
+
+
+@pytest.mark.parametrize("make", _seven_placements(), ids=lambda f: f.__name__)
+def test_each_legend_under_its_axes_keeps_the_place_its_picture_had(make):
+    from distlib.static.legend import placed_below
+
+    ax, drop = make()
+    seen = placed_below(ax)
+    assert seen is not None, "placed by distlib.static.legend.legend_below"
+    assert seen.drop == drop or (isinstance(drop, float) and abs(seen.drop - drop) < 1e-12)
+    assert _below(ax) == (drop if isinstance(drop, str) else round(drop, 9))
+
+
+def test_no_plot_places_a_legend_under_its_axes_by_itself():
+    """One helper (distlib.static.legend) computes where a legend under the axes goes; the plots ask it."""
+    import ast
+    from pathlib import Path
+
+    import distlib
+
+    offenders = []
+    for path in sorted((Path(distlib.__file__).parent / "plots").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "legend"
+                    and any(k.arg in ("bbox_to_anchor", "bbox_transform") for k in node.keywords)):
+                offenders.append(f"{path.name}:{node.lineno}")
+    assert not offenders, offenders
+
+
+def test_the_static_layer_hangs_nothing_on_matplotlibs_objects():
+    """What the phone drawing needs (its height, which legends go under, panels) is in distlib.static.phone's
+    registry, keyed by the figure; no figure, axes or legend carries a ``_distlib_*`` attribute."""
+    from pathlib import Path
+
+    import distlib
+    from distlib.plots import topology
+    from distlib.static.phone import PhoneLayout, panel, phone_spec
+
+    root = Path(distlib.__file__).parent
+    assert not [p.name for p in root.rglob("*.py") if "_distlib_" in p.read_text()]
+    figs = [make()[0].figure for make in _seven_placements()]
+    fig = Figure(figsize=(6.4, 6))
+    for k, ax in enumerate(fig.subplots(2, 2).flat):
+        topology.draw_topology(ax, distlib.topology("ring", p=4 + k))
+    figs.append(fig)
+    for fig in figs:
+        pictures.render_pair(fig)
+        hung = {type(o).__name__: k for o in fig.findobj() for k in vars(o) if k.startswith("_distlib")}
+        assert not hung, hung
+    assert isinstance(phone_spec(fig), PhoneLayout) and panel(fig.axes[0]) is not None
+    phone = pictures.phone_copy(fig)  # the copy drawn for a phone is given the same notes
+    assert phone_spec(phone) == phone_spec(fig) and panel(phone.axes[0]) == panel(fig.axes[0])

@@ -9,7 +9,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
 import distlib as dl
-from distlib.plots.pictures import NARROW, phone_copy, render_pair
+from distlib.plots.pictures import NARROW, phone_copy, phone_spec, render_pair
 from distlib.plots.bench import plot_predicted_table
 
 
@@ -43,7 +43,7 @@ def test_phone_copy_moves_the_legend_under_the_plot_and_fits():
         _panel(ax, nodes)
     axes[0].legend(loc="lower right")
     phone = phone_copy(fig)  # as render_pair lays it out
-    phone.set_size_inches(NARROW / 96, fig._distlib_phone["height"] / 96)
+    phone.set_size_inches(NARROW / 96, phone_spec(fig).height / 96)
     phone.canvas.draw()
     ax = phone.axes[0]
     assert ax.get_legend().get_window_extent().y1 < ax.get_window_extent().y0

@@ -12,7 +12,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 
-from distlib.plots.pictures import NARROW, phone_copy, render_pair
+from distlib.plots.pictures import NARROW, phone_copy, phone_spec, render_pair
 from distlib.plots import collectives as cp
 
 
@@ -79,6 +79,6 @@ def test_figure_legend_becomes_one_column():
     phone = phone_copy(fig)  # as render_pair lays it out
     (legend,) = phone.legends
     assert legend._ncols == 1 and len(legend.get_texts()) == 3
-    assert fig._distlib_phone["height"] > fig.get_size_inches()[1] * 96
+    assert phone_spec(fig).height > fig.get_size_inches()[1] * 96
     render_pair(fig)
     plt.close("all")

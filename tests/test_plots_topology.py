@@ -12,7 +12,7 @@ from matplotlib.figure import Figure
 
 import distlib as dl
 from distlib.plots import topology as topo_plots
-from distlib.plots.pictures import phone_copy
+from distlib.plots.pictures import phone_copy, phone_spec
 from distlib.plots.topology import _wraps, draw_topology, layout
 from distlib.topology import ring_link_loads, topology
 
@@ -147,7 +147,7 @@ def test_wide_networks_and_histograms_stack_on_a_phone():
     # reading order kept: the top-left drawing first, the bottom-right last
     order = [ax.get_subplotspec().rowspan.start for ax in phone.axes]
     assert order == [0, 1, 2, 3]
-    assert fig._distlib_phone["height"] > 2 * fig.get_size_inches()[1] * 96 / 2
+    assert phone_spec(fig).height > 2 * fig.get_size_inches()[1] * 96 / 2
     plt.close("all")
 
     t = topology("torus", dims=(4, 8))

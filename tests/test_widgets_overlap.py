@@ -162,7 +162,7 @@ def test_break_at_commas_keeps_lines_short_and_ends_a_line_at_a_colon():
 def test_chapter_figures_fit_a_phone_with_legends_under_the_axes():
     import matplotlib.pyplot as plt
 
-    from distlib.plots.pictures import NARROW, render_pair
+    from distlib.plots.pictures import NARROW, phone_spec, render_pair
 
     b = [2e-3] * 48
     grads = dl.gradient_profile(1e9, 48)
@@ -177,22 +177,22 @@ def test_chapter_figures_fit_a_phone_with_legends_under_the_axes():
     r = fig.canvas.get_renderer()
     # the legend hangs under the x label, never over the curve
     assert axes[0].get_legend().get_window_extent(r).y1 < axes[0].xaxis.label.get_window_extent(r).y0
-    assert fig._distlib_phone["height"] > 7.4 * 96  # taller on a phone: its titles take two lines
+    assert phone_spec(fig).height > 7.4 * 96  # taller on a phone: its titles take two lines
     wide, narrow = render_pair(fig)  # raises if the phone drawing is wider than NARROW
     assert narrow.width <= NARROW and wide.width <= 620
     plt.close(fig)
 
 
 def test_animation_is_laid_out_for_a_phone_with_its_title_inside():
-    from distlib.plots.pictures import NARROW
+    from distlib.plots.pictures import NARROW, phone_spec
 
     tl = dl.overlap_timeline([0.01] * 4, [0.015] * 4, forward_time=0.02)
     anim = animate_timeline(tl, frames=4)
     fig = anim._fig
-    spec = fig._distlib_phone
-    assert spec["height"] >= 240
-    spec["adjust"](fig)
-    fig.set_size_inches(NARROW / 96, spec["height"] / 96)
+    spec = phone_spec(fig)
+    assert spec.height >= 240
+    spec.adjust(fig)
+    fig.set_size_inches(NARROW / 96, spec.height / 96)
     anim._func(3)  # the last frame has the longest title: "t = 90 ms, exposed so far 30 ms"
     ax = fig.axes[0]
     assert "exposed so far" in ax.get_title()

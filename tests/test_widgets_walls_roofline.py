@@ -213,6 +213,7 @@ def test_walls_widget_writes_the_chips_hbm_over_the_axes_not_beside_the_tick():
 
 
 def test_plot_roofline_legend_goes_under_the_axes_in_short_lines():
+    from distlib.plots.pictures import phone_spec
     from distlib.plots.roofline import _LINE_MAX, plot_roofline
 
     ax = _axes()
@@ -222,7 +223,7 @@ def test_plot_roofline_legend_goes_under_the_axes_in_short_lines():
     assert leg._loc == 9  # "upper center", hung from under the axes
     assert all(len(line) <= _LINE_MAX for t in texts for line in t.split("\n"))
     assert "attention untiled\n(seq 4096, 32x128): 62.7 FLOP/B" in texts  # broken before the parenthesis
-    assert ax.figure._distlib_phone["adjust"] is not None  # one column on a phone
+    assert phone_spec(ax.figure).adjust is not None  # one column on a phone
 
 
 def test_roofline_widget_notes_sit_between_the_axes_and_the_title():

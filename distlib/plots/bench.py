@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..bench.results import BenchResult
+from ..static.phone import mark_legend_below_on_phone
 from .collectives import ALGORITHM_COLORS, ALGORITHM_LABELS, _for_phone, format_bytes_axis
 
 __all__ = ["BENCH_COLORS", "plot_bench", "plot_predicted_table"]
@@ -106,6 +107,6 @@ def plot_predicted_table(ax, predictions, published=(), *, label="cluster model"
     ax.set_xlabel("buffer per rank")
     ax.set_ylabel("busbw (GB/s)")
     ax.grid(True, which="major", alpha=0.3)
-    ax._distlib_legend_below = True  # on a phone a legend inside would cover the curves
+    mark_legend_below_on_phone(ax)  # on a phone a legend inside would cover the curves
     _for_phone(ax, taller=1.1)
     return {"line": line, "published": marks}

@@ -11,7 +11,8 @@ from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
 from ..collectives import ALGORITHMS, alpha_beta_time, collective_time, cost_coefficients, crossover_size, regime
 from ..fmt import fmt_bytes, si
-from .pictures import phone_layout
+from ..static.legend import legend_below
+from ..static.phone import legend_below_on_phone, mark_legend_below_on_phone, phone_layout, phone_spec
 
 __all__ = [
     "ALGORITHM_COLORS",
@@ -57,21 +58,18 @@ def phone_relayout(fig) -> None:
         legend.remove()
         fig.legend(handles, labels, loc=where, ncols=1, fontsize=size)
     for ax in fig.axes:
-        if getattr(ax, "_distlib_legend_below", False) and ax.get_legend() is not None:
+        if legend_below_on_phone(ax) and ax.get_legend() is not None:
             _legend_below(ax)
 
 
 def _legend_below(ax) -> None:
     """Move the legend of ``ax`` under its x label, one entry a row (a phone's labels need the plot)."""
-    from matplotlib.transforms import ScaledTranslation
-
     legend = ax.get_legend()
     texts = legend.get_texts()
     handles, labels = legend.legend_handles, [t.get_text() for t in texts]
     size = texts[0].get_fontsize() if texts else None
-    drop = 0.47 if ax.get_xlabel() else 0.3  # inches: the tick labels and the x label
-    ax.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0), ncols=1, fontsize=size,
-              bbox_transform=ax.transAxes + ScaledTranslation(0, -drop, ax.figure.dpi_scale_trans))
+    # inches, as these pictures were tuned (the computed drop would sit 3 pt lower with an x label)
+    legend_below(ax, handles, labels, drop=0.47 if ax.get_xlabel() else 0.3, ncols=1, fontsize=size)
 
 
 def _for_phone(ax, *, taller: float = 1.0) -> None:
@@ -80,11 +78,11 @@ def _for_phone(ax, *, taller: float = 1.0) -> None:
     Left alone if its author already chose a phone layout.
     """
     fig = ax.figure
-    spec = getattr(fig, "_distlib_phone", None)
-    if spec is None or spec.get("adjust") is phone_relayout:
+    spec = phone_spec(fig)
+    if spec is None or spec.adjust is phone_relayout:
         height = fig.get_size_inches()[1] * 96 * taller if taller != 1.0 else None
-        if spec is not None and spec.get("height") and height is None:
-            height = spec["height"]
+        if spec is not None and spec.height and height is None:
+            height = spec.height
         phone_layout(fig, height=height, adjust=phone_relayout)
 
 
@@ -158,7 +156,7 @@ def plot_collective_times(ax, sizes, times_by_algorithm: dict, *, n_bytes=None, 
     ax.set_ylabel("time")
     ax.grid(True, which="major", alpha=0.3)
     ax.legend(fontsize=11, loc="upper left")
-    ax._distlib_legend_below = True  # on a phone the legend would cover the crossovers' labels
+    mark_legend_below_on_phone(ax)  # on a phone the legend would cover the crossovers' labels
     _for_phone(ax, taller=1.3)
     return out
 
@@ -231,7 +229,7 @@ def plot_regime(ax, collective, p, *, alpha, bandwidth, algorithm="ring", sizes=
     ax.set_title(f"{collective}, {algorithm}, p = {p}: latency-bound left of n_half", fontsize=11)
     ax.grid(True, which="major", alpha=0.3)
     ax.legend(fontsize=11, loc="upper left")
-    ax._distlib_legend_below = True  # on a phone the legend would cover n_half's label
+    mark_legend_below_on_phone(ax)  # on a phone the legend would cover n_half's label
     _for_phone(ax, taller=1.3)
     return out
 

@@ -12,7 +12,9 @@ import numpy as np
 from matplotlib.collections import PatchCollection
 from matplotlib.patches import FancyArrowPatch, Rectangle
 
-from .pictures import MIN_FONT_PT, phone_layout
+from ..static.legend import legend_below, legend_below_again, recorded_below
+from ..static.phone import phone_layout
+from ..static.pictures import MIN_FONT_PT
 from ..ring import REDUCE_SCATTER, RingTrace, ring_bytes_per_rank
 
 __all__ = [
@@ -280,8 +282,8 @@ class StepBars:
         self.labels = [ax.text(0, 1, "", **kw), ax.text(0, 1, "", **kw),
                        ax.text(0, 0, "", ha="left", va="center", fontsize=MIN_FONT_PT)]
         self.title = ax.set_title("", fontsize=MIN_FONT_PT)
-        ax.legend(loc="lower center", ncols=2, bbox_to_anchor=(0.5, 0.0), bbox_transform=ax.figure.transFigure,
-                  frameon=False, fontsize=MIN_FONT_PT, borderaxespad=0.2)
+        # on the figure's bottom edge: the widget's margins leave it room there, under the x label
+        legend_below(ax, drop="figure", ncols=2, frameon=False, fontsize=MIN_FONT_PT, borderaxespad=0.2)
         self.dynamic_artists = [self.comp0, self.comm0, self.comp1, self.comm1, *self.labels, self.title]
 
     def _fits(self, text: str, share: float, *, bold: bool = True) -> bool:
@@ -365,16 +367,20 @@ def plot_step_vs_p(ax, steps) -> list:
 
 def _legend_below(ax, *, ncols: int):
     """The legend under the axes, below the axis label: inside, it would cover a curve."""
-    from matplotlib.transforms import ScaledTranslation
-
-    below = ax.transAxes + ScaledTranslation(0, -0.5, ax.figure.dpi_scale_trans)  # ticks and label: ~0.5 in
-    return ax.legend(loc="upper center", bbox_to_anchor=(0.5, 0), bbox_transform=below, ncols=ncols,
-                     frameon=False)
+    return legend_below(ax, ncols=ncols, frameon=False)  # the drop computed: ticks and label, 0.5 in at 10 pt
 
 
 def _legend_one_column(fig):
-    """On a phone, a legend under the axes takes one column (two do not fit 328 px)."""
+    """On a phone, a legend under the axes takes one column (two do not fit 328 px), where it was.
+
+    (Where it was: the phone's copy has its text raised to 11 pt already, and a drop computed
+    again would move the legend 2.5 pt lower than the one drawn for the desktop.)
+    """
     for ax in fig.axes:
-        if ax.get_legend() is not None:
+        if ax.get_legend() is None:
+            continue
+        if recorded_below(ax) is not None:
+            legend_below_again(ax, ncols=1)
+        else:
             _legend_below(ax, ncols=1)
 

@@ -16,7 +16,8 @@ from matplotlib.collections import LineCollection
 from matplotlib.colors import Normalize, to_rgba
 from matplotlib import colormaps, patheffects
 
-from .pictures import NARROW, phone_layout
+from ..static.phone import Panel, panel, phone_layout, set_panel
+from ..static.pictures import NARROW
 from ..topology import RingLoads, Topology, ring_link_loads, ring_order
 
 __all__ = ["layout", "draw_topology", "clear_drawing", "plot_link_loads", "phone_panels", "HOST_COLOR", "SWITCH_COLOR",
@@ -434,16 +435,18 @@ def plot_link_loads(ax, ring_loads: RingLoads):
 
 # ---- phone layout ------------------------------------------------------------
 # Every panel these functions draw records how it wants to be laid out on a phone
-# (``ax._distlib_panel``), and its figure gets a phone_layout() that follows them:
+# (a distlib.static.phone.Panel), and its figure gets a phone_layout() that follows them:
 # a grid of small drawings stays a grid, one with a wide network or a histogram
 # becomes one column, each panel the phone's width.
 
 _TITLE_PX = 36  # a panel's title and the gap above it, CSS px
 _SUPTITLE_PX = 50
+#: a panel that said nothing of itself
+_DEFAULT_PANEL = Panel(ratio=0.6, full=True, extra=40.0)
 
 
 def _panel(ax, *, ratio: float, full: bool, extra: float = 0.0) -> None:
-    ax._distlib_panel = {"ratio": float(min(max(ratio, 0.3), 1.0)), "full": bool(full), "extra": float(extra)}
+    set_panel(ax, Panel(ratio=float(min(max(ratio, 0.3), 1.0)), full=bool(full), extra=float(extra)))
     layout = _phone_grid(ax.figure)
     phone_layout(ax.figure, height=None if layout is None else layout[2], adjust=phone_panels)
 
@@ -459,11 +462,11 @@ def _phone_grid(fig):
     axes = _grid_axes(fig)
     if len(axes) < 2:
         return None
-    specs = [getattr(a, "_distlib_panel", None) or {"ratio": 0.6, "full": True, "extra": 40.0} for a in axes]
+    specs = [panel(a) or _DEFAULT_PANEL for a in axes]
     ncols = axes[0].get_subplotspec().get_gridspec().ncols
-    cols = 1 if any(s["full"] for s in specs) else min(ncols, 2)
+    cols = 1 if any(s.full for s in specs) else min(ncols, 2)
     width = (NARROW - 20) / cols
-    heights = [width * s["ratio"] + s["extra"] + _TITLE_PX for s in specs]
+    heights = [width * s.ratio + s.extra + _TITLE_PX for s in specs]
     rows = [max(heights[i:i + cols]) for i in range(0, len(heights), cols)]
     suptitle = _SUPTITLE_PX if getattr(fig, "_suptitle", None) is not None else 0
     return axes, cols, round(sum(rows) + suptitle + 10)
@@ -485,9 +488,9 @@ def phone_panels(fig) -> None:
         axes, cols, _ = layout
         ncols = axes[0].get_subplotspec().get_gridspec().ncols
         if cols != ncols:
-            specs = [getattr(a, "_distlib_panel", None) or {"ratio": 0.6, "extra": 40.0} for a in axes]
+            specs = [panel(a) or _DEFAULT_PANEL for a in axes]
             width = NARROW - 20
-            gs = fig.add_gridspec(len(axes), 1, height_ratios=[width * s["ratio"] + s["extra"] + _TITLE_PX
+            gs = fig.add_gridspec(len(axes), 1, height_ratios=[width * s.ratio + s.extra + _TITLE_PX
                                                                for s in specs])
             for i, ax in enumerate(axes):
                 ax.set_subplotspec(gs[i, 0])

@@ -16,10 +16,11 @@ from matplotlib.collections import PolyCollection
 from matplotlib.colors import to_rgba
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch, Rectangle
-from matplotlib.transforms import ScaledTranslation, blended_transform_factory
 
 from ..fmt import fmt_bytes, fmt_seconds
-from .pictures import MIN_FONT_PT, phone_layout
+from ..static.legend import legend_below, legend_below_again, placed_below
+from ..static.phone import phone_layout
+from ..static.pictures import MIN_FONT_PT
 from ..walls import ZERO_STAGES, StateBytes, Walls, zero_state_bytes_per_gpu
 
 __all__ = [
@@ -71,6 +72,12 @@ def _states_from(result, labels, hbm_bytes, highlight):
             raise TypeError("result must be a Walls, a StateBytes or a sequence of StateBytes")
     labels = labels or ([result.recipe] if isinstance(result, StateBytes) else [str(i) for i in range(len(states))])
     return states, labels, hbm_bytes, highlight
+
+
+#: How this module's legends sit under their axes (distlib.static.legend.legend_below): centred on the
+#: figure, not the axes (the axes sit right of the y labels, and a legend as wide as the figure would
+#: stick out on the right), in the book's smallest print, with no frame.
+_BELOW = {"centre": "figure", "fontsize": MIN_FONT_PT, "frameon": False, "borderaxespad": 0}
 
 
 class MemoryBars:
@@ -128,11 +135,11 @@ class MemoryBars:
             ax.tick_params(axis="y", labelsize=MIN_FONT_PT)
         self.legend = None
         if legend:
-            lines = max(lab.count("\n") + 1 for lab in self.labels) + (1 if xlabel else 0)
             handles = [Patch(color=c, label=PART_LABELS[p]) for p, c in PART_COLORS.items()]
             if not relative:
                 handles.append(self.hbm_handle)
-            self.legend = legend_below(ax, handles, lines=lines, ncols=2)
+            # below the tick labels (a long recipe's name takes lines) and the x label
+            self.legend = legend_below(ax, handles, ncols=2, **_BELOW)
 
     @property
     def dynamic_artists(self) -> list:
@@ -266,7 +273,7 @@ class TimeBars:
         ax.set_ylabel("training time", fontsize=MIN_FONT_PT)
         handles = [Patch(color=TIME_COLORS[0], label="compute"),
                    Patch(color=TIME_COLORS[1], label="communication (no overlap)")]
-        legend_below(ax, handles, lines=1, ncols=legend_ncols)
+        legend_below(ax, handles, ncols=legend_ncols, **_BELOW)
 
     def _set_ticks(self, lo, hi):
         ticks = _spaced_ticks(self.ax, lo, hi)
@@ -363,30 +370,12 @@ def _spaced_ticks(ax, lo, hi) -> list:
     return sorted(chosen)
 
 
-def legend_below(ax, handles, *, lines: int = 1, ncols: int = 2):
-    """A legend under the axes, below ``lines`` lines of tick labels (and axis label), centred on the figure.
-
-    Centred on the figure, not the axes: the axes sit right of the y labels,
-    and a legend as wide as the figure would stick out on the right.
-    """
-    drop_pt = 3.5 + 3.5 + lines * MIN_FONT_PT * 1.25 + 4  # tick, pad, the label lines, a gap
-    fig = ax.figure
-    below = blended_transform_factory(fig.transFigure,
-                                      ax.transAxes + ScaledTranslation(0, -drop_pt / 72, fig.dpi_scale_trans))
-    leg = ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, 0), bbox_transform=below,
-                    fontsize=MIN_FONT_PT, frameon=False, ncols=ncols, borderaxespad=0)
-    leg._distlib_lines = lines
-    return leg
-
-
 def legends_one_column(fig):
     """Phone layout: legends under the axes in one column (two columns are wider than 328 px)."""
     for ax in fig.axes:
         leg = ax.get_legend()
-        if leg is not None and hasattr(leg, "_distlib_lines"):
+        if leg is not None and placed_below(ax) is not None:
             handles = leg.legend_handles
             for h, t in zip(handles, leg.texts):
                 h.set_label(t.get_text())
-            legend_below(ax, [h for h, t in zip(handles, leg.texts) if t.get_visible()],
-                         lines=leg._distlib_lines, ncols=1)
-
+            legend_below_again(ax, [h for h, t in zip(handles, leg.texts) if t.get_visible()], ncols=1)
