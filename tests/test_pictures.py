@@ -338,3 +338,57 @@ def test_the_static_layer_hangs_nothing_on_matplotlibs_objects():
     assert isinstance(phone_spec(fig), PhoneLayout) and panel(fig.axes[0]) is not None
     phone = pictures.phone_copy(fig)  # the copy drawn for a phone is given the same notes
     assert phone_spec(phone) == phone_spec(fig) and panel(phone.axes[0]) == panel(fig.axes[0])
+
+
+def test_importing_the_library_changes_no_kernel_and_crisp_inline_figures_does(tmp_path):
+    """No import side effect: a kernel shows figures as picture pairs only once it calls crisp_inline_figures()."""
+    import os
+    import subprocess
+    import sys
+
+    code = ("import ipykernel\n"
+            "from IPython.core.interactiveshell import InteractiveShell\n"
+            "from matplotlib.figure import FigureBase\n"
+            "ip = InteractiveShell.instance()\n"
+            "html = ip.display_formatter.formatters['text/html']\n"
+            "import distlib.plots, distlib.plots.walls, distlib.widgets.walls, distlib.static.frames\n"
+            "print(FigureBase in html.type_printers)\n"
+            "print(distlib.plots.crisp_inline_figures(), FigureBase in html.type_printers)\n")
+    env = {**os.environ, pictures.ENV_DIR: str(tmp_path), pictures.ENV_URL: "f/"}
+    env.pop("MPLBACKEND", None)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split() == ["False", "True", "True"]
+
+
+@pytest.mark.slow
+def test_a_kernel_started_as_the_book_build_starts_it_shows_picture_pairs(tmp_path):
+    """``kernel_environment`` (what book/_ext/offline_book.py gives each chapter's kernel) makes every figure a
+    ``<picture>`` from the first cell on; the same kernel without it shows plain PNGs."""
+    import os
+
+    import nbformat
+    from nbclient import NotebookClient
+
+    from distlib.static.kernel import kernel_environment
+
+    def run(extra):
+        nb = nbformat.v4.new_notebook()
+        nb.cells = [nbformat.v4.new_code_cell("import matplotlib.pyplot as plt\nfig, ax = plt.subplots()\n"
+                                              "ax.plot([1, 3, 2])\nplt.show()")]
+        saved = dict(os.environ)
+        os.environ.pop("MPLBACKEND", None)
+        for k in (pictures.ENV_DIR, pictures.ENV_URL, "PYTHONSTARTUP"):
+            os.environ.pop(k, None)
+        os.environ.update(extra)
+        try:
+            NotebookClient(nb, timeout=120, kernel_name="python3").execute()
+        finally:
+            os.environ.clear()
+            os.environ.update(saved)
+        (out,) = nb.cells[0].outputs
+        return out["data"]
+
+    book = run(kernel_environment(tmp_path / "frames", "widget-frames/"))
+    assert "<picture" in book["text/html"] and len(list((tmp_path / "frames").glob("*.png"))) == 2
+    assert book["image/png"] and run({}).keys() == {"image/png", "text/plain"}

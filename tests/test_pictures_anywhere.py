@@ -30,6 +30,7 @@ import pytest  # noqa: E402
 import distlib as dl  # noqa: E402
 from distlib.plots import pictures  # noqa: E402
 from distlib.plots import roofline as roofline_plots  # noqa: E402
+from distlib.static.kernel import kernel_environment  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -139,7 +140,7 @@ def test_chapter_3_builds_its_pictures_under_another_cpu_name_on_one_core(tmp_pa
     frames = tmp_path / "frames"
     out = tmp_path / "03.ipynb"
     env = {k: v for k, v in os.environ.items() if k != "MPLBACKEND"}
-    env.update({pictures.ENV_DIR: str(frames), pictures.ENV_URL: "frames/", pictures.ENV_STRICT: "1"})
+    env.update(kernel_environment(frames, "frames/", strict=True))  # as book/_ext/offline_book.py starts them
     runner = tmp_path / "run.py"
     runner.write_text(_RUNNER)
     nb_in = ROOT / "notebooks" / "03_roofline.ipynb"

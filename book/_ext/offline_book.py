@@ -8,11 +8,13 @@
   default mode is configured: set one.
 - Refuse to build a page that would load a script from another host, so an
   offline reader never meets a blank widget or a missing animation.
-- Kernel-free widgets: the kernels that execute the chapters are told (by
-  ``DISTLIB_STATIC_WIDGETS`` and ``DISTLIB_STATIC_URL``, see
-  ``distlib/widgets/_base.py``) to draw every widget's frames at build time
-  and write them next to the page, in ``widget-frames/``. This is the one
-  switch: a kernel anywhere else (Jupyter, Colab) keeps its widgets live.
+- The static book: the kernels that execute the chapters start with
+  ``distlib.static.kernel_environment`` (``DISTLIB_STATIC_WIDGETS`` and
+  ``DISTLIB_STATIC_URL``, and ``PYTHONSTARTUP`` naming the file that has each
+  kernel show its figures as picture pairs; see ``distlib/static/``): every
+  figure is drawn wide and for a phone, and every widget's frames are drawn at
+  build time, all written next to the page, in ``widget-frames/``. This is
+  the one switch: a kernel anywhere else (Jupyter, Colab) keeps its widgets live.
 - ``static/distbook.css`` (a layout that fits a 390 px phone and no sideways
   scrolling at 1280 px) and ``static/distbook.js`` (search snippets without
   the Colab set-up cell or raw LaTeX) on every page.
@@ -88,9 +90,10 @@ def _static_frames_for(app, docname, source):
     """Before a chapter is read (and its notebook executed), point its kernel at its frame folder."""
     if app.builder.format != "html":
         return
+    from distlib.static.kernel import kernel_environment
+
     folder = posixpath.dirname(docname)
-    os.environ["DISTLIB_STATIC_WIDGETS"] = str(Path(app.outdir, folder, FRAMES))
-    os.environ["DISTLIB_STATIC_URL"] = FRAMES + "/"
+    os.environ.update(kernel_environment(Path(app.outdir, folder, FRAMES), FRAMES + "/"))
 
 
 def _no_error_outputs(app, doctree, docname):
