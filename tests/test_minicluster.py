@@ -411,17 +411,12 @@ def test_race_plot_fits_a_phone_with_its_legend_under_the_bars():
 
 def test_two_level_widget_reads_mb_per_s_below_a_gb_per_s_and_keeps_its_legend_off_the_curves():
     pytest.importorskip("ipywidgets")
-    from distlib.widgets import _base
+    from distlib.static.mode import frames_mode
     from distlib.widgets.minicluster import TwoLevelWidget
 
     for phone in (False, True):
-        if phone:
-            _base._PHONE.append(True)
-        try:
+        with frames_mode(None, narrow=phone):
             widget = TwoLevelWidget(nodes=2, ranks_per_node=2, link_bandwidth=1e9 / 8)
-        finally:
-            if phone:
-                _base._PHONE.pop()
         ax = widget.fig.ax
         assert widget.fig.narrow == phone
         assert ax.get_ylabel() == "bus bandwidth (MB/s)"

@@ -201,13 +201,10 @@ def test_animation_is_laid_out_for_a_phone_with_its_title_inside():
 
 
 def test_widget_phone_twin_keeps_its_row_labels_on_the_frame():
-    from distlib.widgets import _base
+    from distlib.static.mode import phone_twin
 
-    _base._PHONE.append(True)
-    try:
+    with phone_twin():
         wdg = OverlapWidget(layers=48, backward_time=2e-3, bucket_bytes=2**20, bandwidth=1e9, p=64)
-    finally:
-        _base._PHONE.pop()
     assert wdg.fig.narrow and wdg.fig.width == 328
     ax = wdg.fig.ax
     labels = [t for t in wdg.picture.tick_labels if t.get_visible()]

@@ -225,3 +225,70 @@ def test_log_sliders_start_on_the_value_given():
         assert slider.min <= __import__("math").log10(value) <= slider.max
     with pytest.raises(ValueError, match="value"):
         _base.log_slider(value=1e-9, base=10, min=-7, max=-3, step=0.05)
+
+
+class _Square(_base.FigureWidget):
+    """A square's area: the smallest widget made of compute, draw and describe."""
+
+    def __init__(self, *, side=2):
+        self.side = w.IntSlider(value=side, min=1, max=4, description="side")
+        self.controls = [self.side]
+        self.fig = _base.FigureImage(width=200, height=160)
+        self.summary = w.HTML()
+        self.calls = []
+        self._finish()
+
+    def compute(self):
+        self.calls.append("compute")
+        return self.side.value ** 2
+
+    def draw(self, area):
+        self.calls.append("draw")
+        self.fig.ax.clear()
+        self.fig.ax.bar([0], [area])
+        self.fig.ax.set_ylim(0, 16)
+        self.fig.render()
+
+    def describe(self, area):
+        self.calls.append("describe")
+        self.summary.value = f"area {area}"
+
+    def static_axes(self):
+        return [_base.StaticAxis("side", [1, 2, 3])]
+
+
+def test_update_is_compute_then_draw_then_describe_and_static_frames_come_from_it():
+    live = _Square(side=3)
+    assert live.calls == ["compute", "draw", "describe"] and live.summary.value == "area 9"
+    live.side.value = 1  # the observer: one update, in that order
+    assert live.calls[3:] == ["compute", "draw", "describe"] and live.summary.value == "area 1"
+    _base.static_frames("inline")
+    try:
+        wdg = _Square(side=2)
+    finally:
+        _base.static_frames("env")
+    assert wdg.frame_count == 3 and wdg.side.value == 2
+    summaries = sorted(c.value for c in _walk(wdg) if isinstance(c, w.HTML) and c.value.startswith("area"))
+    assert summaries == ["area 1", "area 4", "area 9"]
+    pics = [c.value for c in _walk(wdg) if isinstance(c, w.HTML) and "<picture" in c.value]
+    assert all('--wn:328px' in p and '--w:200px' in p for p in pics)  # each frame twice: its phone twin's too
+
+
+def test_the_phone_twin_is_built_from_the_same_arguments_inside_a_block_that_ends():
+    from distlib.static import mode
+
+    wdg = _Square(side=3)
+    assert wdg._init_args == ((), {"side": 3}) and not wdg.fig.narrow
+    twin = wdg.phone_twin()
+    assert twin.fig.narrow and twin.fig.width == _base.NARROW and twin.side.value == 3
+    assert not mode.drawn_for_phone() and mode.current_mode() == mode.Mode()  # the block is over
+    assert _base.FigureImage(narrow=True).narrow  # or said explicitly
+    with mode.phone_twin():
+        assert _base.FigureImage().narrow and mode.static_config() is None
+    _base.static_frames("inline")
+    try:
+        with mode.phone_twin():  # a phone twin is live even while the page's widgets draw frames
+            assert mode.static_config() is None
+        assert mode.static_config() == mode.StaticConfig(None, "")
+    finally:
+        _base.static_frames("env")
