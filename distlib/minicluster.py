@@ -50,6 +50,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ._check import check_int, check_real
+from .engines._processes import _pid_alive
 from .bench.results import Race, RaceRow  # their home; here for older callers
 
 __all__ = [
@@ -140,16 +141,6 @@ def _tool(name: str) -> str:
         if path and Path(path).exists():
             return path
     raise MiniClusterUnavailable(f"a mini cluster needs the `{name}` command (Debian/Ubuntu: apt-get install iproute2)")
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def leftovers(*, owner: int | None = None) -> list:

@@ -13,6 +13,7 @@ import os
 import sys
 
 from distlib.bench.sweep import BadInput, _algorithms, _collective, _dtype, parse_size, rank_main
+from distlib.engines._processes import max_ranks  # also distlib.bench.max_ranks
 
 __all__ = ["main"]
 
@@ -61,20 +62,6 @@ RANK_MEMORY = {"mpi": 80 * 2**20, "gloo": 400 * 2**20, "nccl": 400 * 2**20}
 """What one rank needs before its buffers (an interpreter with NumPy; with torch), measured here with ``ps``."""
 BUFFERS_PER_RANK = 4
 """Buffers of the largest size each rank holds at once: the input, the built-in's copy, a book algorithm's, the check's."""
-
-
-def max_ranks() -> int:
-    """The most ranks one run may start here: eight per core (at least 16), and no more than the process limit."""
-    limit = max(16, 8 * (os.cpu_count() or 1))
-    try:
-        import resource
-
-        soft, _ = resource.getrlimit(resource.RLIMIT_NPROC)
-        if soft != resource.RLIM_INFINITY:
-            limit = min(limit, max(1, soft // 4))  # each rank may start a few threads' worth of tasks
-    except (ImportError, ValueError, OSError):  # pragma: no cover - not Unix
-        pass
-    return limit
 
 
 def available_memory() -> int | None:

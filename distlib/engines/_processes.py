@@ -30,6 +30,7 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
+from ._reaper import LEFTOVER as _LEFTOVER  # one pattern for the launcher and its reaper
 from .progress import _prctl, tie_to_parent
 
 RUN_ID_VAR = "DISTLIB_RUN_ID"
@@ -121,7 +122,6 @@ def _kill_run(run_id: str, popens, *, grace: float = 0.0) -> None:
 
 # What a failed MPI run can leave: MPICH's shared-memory segments, Hydra's files.
 _SHM = Path("/dev/shm")
-_LEFTOVER = re.compile(r"^(mpich|MPICH|hydra|\.hydra|ucx)")
 _WORKDIR = re.compile(r"^distlib-(mpi|torch|torchrun)-(\d+)-")
 ABANDONED_AFTER = 60.0
 """Seconds after which an MPICH segment that no process holds counts as abandoned by an earlier run."""
