@@ -10,7 +10,8 @@ import json
 
 import pytest
 
-from distlib.engines import find_mpiexec, run_mpi, stray_processes
+from distlib.engines import find_mpiexec, report, run_mpi, stray_processes
+from distlib.examples.mpi_train import TrainReport
 
 pytestmark = pytest.mark.engines
 
@@ -81,12 +82,15 @@ def test_point_to_point_blocking_and_nonblocking():
 
 def test_data_parallel_training_keeps_replicas_identical():
     result = run_mpi("distlib.examples.mpi_train", 3, args=["--steps", "60"], timeout=90)
-    out = result.stdout[0]
+    out = report.strip(result.stdout[0])  # what a reader sees: the report line is for the launcher
     assert "parameters identical on all ranks: True" in out
     assert "loss decreased" in out and out.rstrip().endswith("True")
     first = float(out.split("step    0  loss ")[1].split()[0])
     last = float(out.split("loss decreased: ")[1].split(" -> ")[1].split(":")[0])
     assert last < 0.8 * first
+    typed = report.read(result, TrainReport)  # the same run, as rank 0 reported it
+    assert len(set(typed.hashes)) == 1 and len(typed.hashes) == 3
+    assert typed.losses[-1] < 0.8 * typed.losses[0]
 
 
 def test_run_mpi_prefixes_lines_and_keeps_rank_order(tmp_path):

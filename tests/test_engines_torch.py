@@ -11,7 +11,8 @@ import sys
 
 import pytest
 
-from distlib.engines import run_torch, stray_processes
+from distlib.engines import report, run_torch, stray_processes
+from distlib.examples.torch_ddp import DDPTraining
 
 pytestmark = [
     pytest.mark.engines,
@@ -35,13 +36,16 @@ def test_book_collectives_match_gloo_builtins(p):
 
 def test_ddp_on_gloo_trains_identical_replicas():
     result = run_torch("distlib.examples.torch_ddp:main", 2, args=["--steps", "40"], timeout=120)
-    out = result.stdout[0]
+    out = report.strip(result.stdout[0])  # what a reader sees: the report line is for the launcher
     before = out.split("hashes before DDP: ")[1].splitlines()[0]
     after = out.split("rank 0's broadcast): ")[1].splitlines()[0]
     assert len(set(json.loads(before.replace("'", '"')))) == 2  # different seeds...
     assert len(set(json.loads(after.replace("'", '"')))) == 1  # ...synchronised by DDP
     assert "parameters identical on all ranks: True" in out
     assert "loss decreased" in out and out.rstrip().endswith("True")
+    typed = report.read(result, DDPTraining)  # the same run, as rank 0 reported it
+    assert len(set(typed.hashes_before)) == 2 and len(set(typed.hashes_after)) == 1
+    assert typed.last_loss < typed.first_loss
 
 
 def test_nccl_path_skips_cleanly_without_a_gpu_or_runs_with_one():

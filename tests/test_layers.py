@@ -477,3 +477,24 @@ def test_every_repository_path_contributing_names_exists():
 def test_contributing_points_nowhere_outside_the_repository():
     text = (ROOT / "CONTRIBUTING.md").read_text()
     assert "../" not in text
+
+
+def test_every_package_under_distlib_goes_into_the_wheel():
+    """The wheel's package list is found, not kept by hand (a hand-kept one missed distlib.bench).
+
+    ``tests/test_pythons.py`` builds and imports the real wheel (slow); this
+    checks in a second that the configuration cannot miss a new sub-package.
+    """
+    import fnmatch
+    import tomllib
+
+    root = Path(distlib.__file__).resolve().parent
+    config = tomllib.loads((root.parent / "pyproject.toml").read_text())["tool"]["setuptools"]
+    assert "packages" not in config or isinstance(config["packages"], dict), "list no packages by hand"
+    find = config["packages"]["find"]
+    assert find.get("namespaces") is False  # distlib/data has no __init__.py and is data
+    packages = sorted(".".join(p.parent.relative_to(root.parent).parts) for p in root.rglob("__init__.py")
+                      if "__pycache__" not in p.parts)
+    assert "distlib.bench" in packages and len(packages) >= 7
+    missed = [p for p in packages if not any(fnmatch.fnmatchcase(p, pat) for pat in find["include"])]
+    assert missed == []

@@ -63,17 +63,28 @@ def _doing(pid: int, rank: int) -> str:
 
 
 def _rank_pids(mark: str, *, rank_var: str) -> dict:
+    """{rank: pid} of the ranks themselves, as each one's heartbeat names it.
+
+    Not the processes that carry ``rank_var``: under ``run_mpi`` each rank
+    runs under a guard (``distlib.engines._mpi_rank``) with the same command
+    line and environment, and for a moment after start the guard is the only
+    one. Stopping the guard instead of the rank stops nothing that matters,
+    so the pid comes from the rank's own heartbeat file.
+    """
     out = {}
     for pid, env in _marked(mark):
-        try:
-            cmd = Path(f"/proc/{pid}/cmdline").read_bytes()
-        except OSError:
+        if not any(item.startswith(rank_var.encode() + b"=") for item in env):
             continue
-        if b"torch.distributed.run" in cmd or b"mpiexec" in cmd or b"hydra" in cmd or b"node-ssh" in cmd:
+        folder = next((item.split(b"=", 1)[1].decode() for item in env if item.startswith(b"DISTLIB_PROGRESS_DIR=")), None)
+        if folder is None:
             continue
-        for item in env:
-            if item.startswith(rank_var.encode() + b"="):
-                out[int(item.split(b"=", 1)[1])] = pid
+        for beat in Path(folder).glob("rank*.json"):
+            try:
+                got = json.loads(beat.read_text())
+            except (OSError, ValueError):
+                continue  # being written
+            if Path(f"/proc/{got['pid']}").exists():
+                out[int(got["rank"])] = int(got["pid"])
     return out
 
 
