@@ -231,6 +231,15 @@ def test_reader_notebook_runs_in_colab(colab, chapter):
     torch_chapter = any("torch" in c.source for c in nb.cells if c.cell_type == "code")
     if not torch_chapter:
         assert not skipped, "only chapters that use torch may skip cells"
+    figures = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs if "image/png" in o.get("data", {})]
+    if figures:  # the set-up cell made them crisp: retina PNGs say their display width, half their pixels
+        import base64
+        import struct
+
+        png = base64.b64decode(figures[0]["data"]["image/png"])
+        pixels = struct.unpack(">I", png[16:20])[0]
+        shown = figures[0].get("metadata", {}).get("image/png", {}).get("width")
+        assert shown and abs(pixels - 2 * shown) <= 2, (pixels, figures[0].get("metadata"))
     if chapter == "06_mpi":
         printed = "".join(o.get("text", "") for o in nb.cells[-1].outputs)
         assert f"MPIEXEC={colab['local']}/bin/mpiexec" in printed.replace(str(colab["local"].resolve()),
