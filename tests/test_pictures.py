@@ -346,6 +346,7 @@ def test_importing_the_library_changes_no_kernel_and_crisp_inline_figures_does(t
     import subprocess
     import sys
 
+    pytest.importorskip("ipykernel")  # a kernel's formatters: not in the [widgets]-only venvs of test_pythons
     code = ("import ipykernel\n"
             "from IPython.core.interactiveshell import InteractiveShell\n"
             "from matplotlib.figure import FigureBase\n"
@@ -367,8 +368,9 @@ def test_a_kernel_started_as_the_book_build_starts_it_shows_picture_pairs(tmp_pa
     ``<picture>`` from the first cell on; the same kernel without it shows plain PNGs."""
     import os
 
-    import nbformat
-    from nbclient import NotebookClient
+    pytest.importorskip("ipykernel")
+    nbformat = pytest.importorskip("nbformat")
+    NotebookClient = pytest.importorskip("nbclient").NotebookClient
 
     from distlib.static.kernel import kernel_environment
 
