@@ -49,6 +49,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from . import limits
 from ._check import check_int, check_real
 from .engines._processes import _pid_alive
 from .bench.results import Race, RaceRow  # their home; here for older callers
@@ -202,8 +203,9 @@ class MiniCluster:
     """
 
     def __init__(self, nodes: int = 2, *, link_gbit: float | None = 2.0):
-        self.n_nodes = check_int("nodes", nodes, minimum=1, maximum=64)
-        self.link_gbit = None if link_gbit is None else check_real("link_gbit", link_gbit, minimum=0.01, maximum=100.0)
+        self.n_nodes = check_int("nodes", nodes, minimum=1, maximum=limits.MAX_NODES)
+        self.link_gbit = None if link_gbit is None else check_real("link_gbit", link_gbit, minimum=limits.LINK_GBIT[0],
+                                                                   maximum=limits.LINK_GBIT[1])
         reason = minicluster_support()
         if reason:
             raise MiniClusterUnavailable(reason)

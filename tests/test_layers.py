@@ -37,6 +37,7 @@ MODEL_MODULES = {
     "distlib", "distlib._check", "distlib.ring", "distlib.cluster", "distlib.walls", "distlib.hardware",
     "distlib.roofline", "distlib.measure", "distlib.topology", "distlib.collectives", "distlib.gpu_cluster",
     "distlib.overlap", "distlib.measure_overlap", "distlib.units", "distlib.fmt", "distlib.notebook",
+    "distlib.limits",  # the launchers' bounds, one table
     # the parts distlib.topology re-exports (one concept each)
     "distlib.topology_graphs", "distlib.topology_network", "distlib.topology_paths", "distlib.topology_bisection",
     "distlib.topology_formulas", "distlib.topology_ring",

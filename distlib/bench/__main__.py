@@ -12,8 +12,10 @@ import math
 import os
 import sys
 
+from distlib import limits
 from distlib.bench.sweep import BadInput, _algorithms, _collective, _dtype, parse_size, rank_main
 from distlib.engines._processes import max_ranks  # also distlib.bench.max_ranks
+from distlib.limits import launch_problem
 
 __all__ = ["main"]
 
@@ -57,7 +59,7 @@ def _parser() -> argparse.ArgumentParser:
 MAX_SIZES = 200
 """At most this many sizes in one sweep (``-b``, ``-e``, ``-f``): nccl-tests' doubling from 8 B to 64 GiB is 34."""
 MAX_ITERS = 100_000
-MAX_TIMEOUT = 7 * 24 * 3600.0
+MAX_TIMEOUT = limits.MAX_TIMEOUT  # one table: distlib.limits
 RANK_MEMORY = {"mpi": 80 * 2**20, "gloo": 400 * 2**20, "nccl": 400 * 2**20}
 """What one rank needs before its buffers (an interpreter with NumPy; with torch), measured here with ``ps``."""
 BUFFERS_PER_RANK = 4
@@ -92,8 +94,9 @@ def _check_cli(ns) -> None:
         raise BadInput(f"-n/--iters must be between 1 and {MAX_ITERS}, got {ns.iters}")
     if not 0 <= ns.warmup <= MAX_ITERS:
         raise BadInput(f"-w/--warmup_iters must be between 0 and {MAX_ITERS}, got {ns.warmup}")
-    if not (math.isfinite(ns.timeout) and 0 < ns.timeout <= MAX_TIMEOUT):
-        raise BadInput(f"--timeout must be more than 0 and at most {MAX_TIMEOUT:g} seconds, got {ns.timeout:g}")
+    problem = launch_problem(timeout=ns.timeout)
+    if problem:
+        raise BadInput(problem)
     itemsize = {"float32": 4, "float64": 8, "int32": 4}[ns.dtype]
     if ns.minbytes < itemsize:
         raise BadInput(f"-b/--minbytes must be at least one element of {ns.dtype} ({itemsize} bytes), got {ns.minbytes}")
@@ -107,12 +110,14 @@ def _check_cli(ns) -> None:
     ranks = _ranks_of(ns)
     if ranks is not None and (ns.nodes is not None or ns.link_gbit is not None):
         nodes = 2 if ns.nodes is None else ns.nodes
-        if not 1 <= nodes <= 64:
-            raise BadInput(f"--nodes must be between 1 and 64, got {nodes}")
+        problem = launch_problem(timeout=ns.timeout, nodes=nodes)
+        if problem:
+            raise BadInput(problem)
         if ranks < nodes or ranks % nodes:
             raise BadInput(f"--ranks must be a positive multiple of --nodes ({nodes}), got {ranks}")
-        if ns.link_gbit is not None and not (math.isfinite(ns.link_gbit) and 0.01 <= ns.link_gbit <= 100):
-            raise BadInput(f"--link-gbit must be between 0.01 and 100 (Gbit/s per direction), got {ns.link_gbit:g}")
+        problem = launch_problem(timeout=ns.timeout, link_gbit=ns.link_gbit)
+        if problem:
+            raise BadInput(problem)
         if ns.engine == "nccl":
             raise BadInput("--nodes: the mini cluster runs CPU engines (--engine mpi or gloo); NCCL needs GPUs")
     if ranks is not None:
