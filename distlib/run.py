@@ -96,8 +96,12 @@ def launch(ns, cluster=None):
 
 
 def _show(result) -> None:
-    if result.text().strip():
-        print(result.text(), flush=True)
+    """The ranks' output as a reader reads it: the ``@@distlib-report`` lines are for launching code, not people."""
+    from distlib.engines import report
+
+    shown = report.strip(result.text())
+    if shown.strip():
+        print(shown, flush=True)
     if result.text(stderr=True).strip():
         print(result.text(stderr=True), file=sys.stderr, flush=True)
 

@@ -192,6 +192,13 @@ def distlib_run(*argv, timeout=120) -> subprocess.CompletedProcess:
                           text=True, timeout=timeout)  # fmt: skip
 
 
+def test_distlib_run_shows_the_ranks_prose_and_not_their_report_lines():
+    out = distlib_run("--engine", "mpi", "-n", "2", "distlib.examples.mpi_train", "--steps", "5")
+    assert out.returncode == 0, out.stderr
+    assert "parameters identical on all ranks: True" in out.stdout
+    assert "@@distlib-report" not in out.stdout + out.stderr  # for launching code (distlib.engines.report)
+
+
 @pytest.mark.parametrize("engine", ENGINES)
 def test_a_rank_that_raises_is_named_with_its_last_words(engine):
     out = distlib_run("--engine", engine, "-n", "3", "distlib.examples.faulty_rank", "--engine", engine,
