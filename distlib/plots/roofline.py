@@ -98,14 +98,38 @@ def plot_roofline(ax, specs, operations=(), measured=None, *, xlim=None, ylim=No
     dict
         ``"roofs"``, ``"ridges"``, ``"operations"``, ``"measured"``: the artists.
     """
+    roofs, operations = _checked_roofs_and_operations(specs, operations)
+    m_roofs, m_slopes, m_points = _measured_items(measured)
+    xlim, ylim = _limits(roofs, operations, m_roofs, m_slopes, m_points, xlim, ylim)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    roof_lines, ridges = _draw_roofs(ax, roofs, xlim)
+    first = roofs[0]
+    op_artists = _draw_operations(ax, operations, first, label_ops)
+    measured_artists = _draw_measured(ax, m_roofs, m_slopes, m_points, xlim)
+    _dress_axes(ax, xlim, ylim)
+    _legend_with_phone_layout(ax)
+    if operations:
+        ax.set_title(title or f"operations placed on {first.name} (red: memory-bound, green: compute-bound)",
+                     fontsize=MIN_FONT_PT)
+    elif title:
+        ax.set_title(title, fontsize=MIN_FONT_PT)
+    return {"roofs": roof_lines, "ridges": ridges, "operations": op_artists, "measured": measured_artists}
+
+
+def _checked_roofs_and_operations(specs, operations):
+    """The chips' roofs (at least one) and the operations as a list (Operation objects only)."""
     roofs = [roof(s) for s in _as_specs(specs)]
     if not roofs:
         raise ValueError("specs must name at least one chip")
     operations = list(operations)
     if not all(isinstance(o, Operation) for o in operations):
         raise TypeError("operations must be Operation objects (see distlib.roofline)")
-    m_roofs, m_slopes, m_points = _measured_items(measured)
+    return roofs, operations
 
+
+def _limits(roofs, operations, m_roofs, m_slopes, m_points, xlim, ylim):
+    """``(xlim, ylim)``: those given, else ranges that fit every roof, ridge, operation and measurement."""
     intensities = [o.intensity for o in operations if o.intensity > 0] + [r.ridge_point for r in roofs + m_roofs]
     intensities += [p[1] for p in m_points if p[1] > 0]
     if xlim is None:
@@ -115,18 +139,25 @@ def plot_roofline(ax, specs, operations=(), measured=None, *, xlim=None, ylim=No
     lows += [bw * xlim[0] for _, bw in m_slopes] + [p[2] for p in m_points]
     if ylim is None:
         ylim = (10 ** np.floor(np.log10(min(lows))), 10 ** np.ceil(np.log10(max(peaks)) + 0.3))
+    return xlim, ylim
 
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    out = {"roofs": [], "ridges": [], "operations": [], "measured": []}
+
+def _draw_roofs(ax, roofs, xlim):
+    """Each chip's roof in its colour, with a dot at its ridge point: ``(roof lines, ridge dots)``."""
+    lines, ridges = [], []
     for i, r in enumerate(roofs):
         color = ROOF_COLORS[i % len(ROOF_COLORS)]
         x, y = _roof_xy(r, xlim)
         (line,) = ax.plot(x, y, color=color, linewidth=2, label=_entry(r.name, f"ridge {r.ridge_point:.0f} FLOP/B"))
-        out["roofs"].append(line)
+        lines.append(line)
         (dot,) = ax.plot([r.ridge_point], [r.peak_flops], "o", color=color, markersize=5)
-        out["ridges"].append(dot)
-    first = roofs[0]
+        ridges.append(dot)
+    return lines, ridges
+
+
+def _draw_operations(ax, operations, first, label_ops):
+    """Each operation as a point under ``first``'s roof (red: memory-bound, green: compute-bound), named as asked."""
+    artists = []
     for j, o in enumerate(operations):
         pl = place(o, first)
         color = "#D55E00" if pl.bound == "memory" else "#009E73"
@@ -134,28 +165,43 @@ def plot_roofline(ax, specs, operations=(), measured=None, *, xlim=None, ylim=No
         label = _entry(o.name, f"{_intensity(o.intensity)} FLOP/B") if label_ops == "legend" else None
         (pt,) = ax.plot([o.intensity], [pl.attainable_flops], marker, color=color, markersize=6, zorder=5,
                         markeredgecolor="black", markeredgewidth=0.5, linestyle="none", label=label)
-        out["operations"].append(pt)
+        artists.append(pt)
         if label_ops == "text":
-            out["operations"].append(ax.annotate(o.name, (o.intensity, pl.attainable_flops), xytext=(4, -4),
-                                                 textcoords="offset points", fontsize=7, ha="left", va="top"))
+            artists.append(ax.annotate(o.name, (o.intensity, pl.attainable_flops), xytext=(4, -4),
+                                       textcoords="offset points", fontsize=7, ha="left", va="top"))
+    return artists
+
+
+def _draw_measured(ax, m_roofs, m_slopes, m_points, xlim):
+    """The measurements in black: roofs dashed, bandwidths as dotted slopes, matmul rates as stars."""
+    artists = []
     for r in m_roofs:
         x, y = _roof_xy(r, xlim)
         (line,) = ax.plot(x, y, color="black", linestyle="--", linewidth=1.5,
                           label=_entry(f"{r.name} (measured)", f"ridge {r.ridge_point:.1f} FLOP/B"))
-        out["measured"].append(line)
+        artists.append(line)
     for label, bw in m_slopes:
         x = np.array(xlim, dtype=float)
         (line,) = ax.plot(x, x * bw, color="black", linestyle=":", linewidth=1.2, label=label)
-        out["measured"].append(line)
+        artists.append(line)
     for label, inten, flops in m_points:
         (pt,) = ax.plot([inten], [flops], "*", color="black", markersize=10, label=label, zorder=6)
-        out["measured"].append(pt)
+        artists.append(pt)
+    return artists
+
+
+def _dress_axes(ax, xlim, ylim):
+    """The axes' ranges, labels, ticks and grid."""
     ax.set_xlim(*xlim)
     ax.set_ylim(*ylim)
     ax.set_xlabel("arithmetic intensity\n(FLOP per byte of HBM traffic)", fontsize=MIN_FONT_PT)
     ax.set_ylabel("attainable FLOP/s", fontsize=MIN_FONT_PT)
     ax.tick_params(labelsize=MIN_FONT_PT)
     ax.grid(True, which="major", alpha=0.3)
+
+
+def _legend_with_phone_layout(ax):
+    """The legend under the axes in two columns, and the phone's layout: one column, the figure taller."""
     for artist in ax.get_lines():  # any long line left (a device's name): broken at spaces
         label = artist.get_label()
         if not label.startswith("_"):
@@ -166,12 +212,6 @@ def plot_roofline(ax, specs, operations=(), measured=None, *, xlim=None, ylim=No
     # on a phone: one column, and the figure as much taller as its lines need
     phone_layout(ax.figure, height=ax.figure.get_figheight() * 96 * 0.6 + 19 * entries + 20,
                  adjust=_legend_one_column)
-    if operations:
-        ax.set_title(title or f"operations placed on {first.name} (red: memory-bound, green: compute-bound)",
-                     fontsize=MIN_FONT_PT)
-    elif title:
-        ax.set_title(title, fontsize=MIN_FONT_PT)
-    return out
 
 
 #: Legend entries longer than this many characters take two lines ("name:" and the value).
