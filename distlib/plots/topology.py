@@ -206,28 +206,51 @@ def draw_topology(ax, topo: Topology, ring=None, loads=None, *, node_size=None, 
         (list) and ``"loads"`` (the :class:`RingLoads`, if any).
     """
     pos = layout(topo)
-    g = topo.graph
-    ring_loads = None
-    if isinstance(ring, RingLoads):
-        ring_loads = ring
-    elif ring is True:
-        ring_loads = ring_link_loads(topo, ring_order(topo))
-    elif ring is not None:
-        ring_loads = ring_link_loads(topo, list(ring))
+    ring_loads = _ring_loads(topo, ring)
     if loads is None and ring_loads is not None:
         loads = ring_loads
-    load_map = None
-    if loads is not None:
-        raw = loads.loads if isinstance(loads, RingLoads) else dict(loads)
-        load_map = {}
-        for (u, v), val in raw.items():
-            key = frozenset((u, v))
-            load_map[key] = max(load_map.get(key, 0), val)
-
+    load_map = _load_map(loads)
     ax.set_aspect("auto" if topo.kind in ("fat_tree", "dgx") else "equal")
     ax.axis("off")
-    edges = list(g.edges)
-    segs, owners = _segments(topo, pos, edges)
+    links = _draw_links(ax, topo, pos, load_map)
+    hosts_art, switches_art = _draw_nodes(ax, topo, pos, node_size=node_size, show_hosts=show_hosts)
+    ring_art = []
+    if ring_loads is not None:
+        ring_art = _draw_ring(ax, topo, pos, ring_loads)
+    if labels and topo.n_hosts <= 32:
+        for h in topo.hosts:
+            ax.annotate(_short(h), pos[h], fontsize=6, ha="center", va="bottom", xytext=(0, 3),
+                        textcoords="offset points", zorder=4)
+    _frame_drawing(ax, topo, pos)
+    return {"links": links, "hosts": hosts_art, "switches": switches_art, "ring": ring_art, "loads": ring_loads}
+
+
+def _ring_loads(topo: Topology, ring):
+    """The :class:`RingLoads` that ``ring`` asks for (given, ``True``: :func:`ring_order`, a host order), or None."""
+    if isinstance(ring, RingLoads):
+        return ring
+    if ring is True:
+        return ring_link_loads(topo, ring_order(topo))
+    if ring is not None:
+        return ring_link_loads(topo, list(ring))
+    return None
+
+
+def _load_map(loads):
+    """``{frozenset((u, v)): messages}``, the larger of a link's two directions; None without loads."""
+    if loads is None:
+        return None
+    raw = loads.loads if isinstance(loads, RingLoads) else dict(loads)
+    load_map = {}
+    for (u, v), val in raw.items():
+        key = frozenset((u, v))
+        load_map[key] = max(load_map.get(key, 0), val)
+    return load_map
+
+
+def _draw_links(ax, topo: Topology, pos: dict, load_map):
+    """Every link as one line collection: grey, or coloured and widened by its load."""
+    segs, owners = _segments(topo, pos, list(topo.graph.edges))
     if load_map and topo.kind != "dgx":  # the DGX ring is drawn hop by hop instead (see _draw_ring_dgx)
         vmax = max(max(load_map.values()), 2)
         cmap = colormaps[_LOAD_CMAP]
@@ -240,8 +263,12 @@ def draw_topology(ax, topo: Topology, ring=None, loads=None, *, node_size=None, 
         colors, widths = _LINK_COLOR, 0.8
     links = LineCollection(segs, colors=colors, linewidths=widths, zorder=1)
     ax.add_collection(links, autolim=False)
+    return links
 
-    n_nodes = g.number_of_nodes()
+
+def _draw_nodes(ax, topo: Topology, pos: dict, *, node_size, show_hosts: bool):
+    """Host dots and switch squares, sized for the network: ``(hosts, switches)`` artists (None if not drawn)."""
+    n_nodes = topo.graph.number_of_nodes()
     size = node_size if node_size is not None else max(6.0, min(60.0, 2400.0 / max(n_nodes, 1)))
     hosts_art = switches_art = None
     # markers as Line2D (cheaper to build and draw than scatter); ``size`` is an area in pt^2
@@ -254,13 +281,11 @@ def draw_topology(ax, topo: Topology, ring=None, loads=None, *, node_size=None, 
         xy = np.array([pos[s] for s in sw])
         (switches_art,) = ax.plot(xy[:, 0], xy[:, 1], ls="none", marker="s", ms=math.sqrt(size * 1.3),
                                   mfc=SWITCH_COLOR, mec="white", mew=0.4, zorder=3)
-    ring_art = []
-    if ring_loads is not None:
-        ring_art = _draw_ring(ax, topo, pos, ring_loads)
-    if labels and topo.n_hosts <= 32:
-        for h in topo.hosts:
-            ax.annotate(_short(h), pos[h], fontsize=6, ha="center", va="bottom", xytext=(0, 3),
-                        textcoords="offset points", zorder=4)
+    return hosts_art, switches_art
+
+
+def _frame_drawing(ax, topo: Topology, pos: dict) -> None:
+    """Axes limits around the nodes with a margin, and the panel's shape on a phone."""
     xy = np.array(list(pos.values()))
     extra = 0.4 if topo.kind == "torus" else 0.0  # room for the wrap-around stubs
     padx = 0.06 * max(np.ptp(xy[:, 0]), 1e-9) + extra
@@ -276,7 +301,6 @@ def draw_topology(ax, topo: Topology, ring=None, loads=None, *, node_size=None, 
     # wide networks (many hosts on one row, or the dragonfly's clusters) need a phone's full width
     full = topo.kind in ("fat_tree", "dgx", "dragonfly") or topo.n_hosts > 32
     _panel(ax, ratio=ratio, full=full)
-    return {"links": links, "hosts": hosts_art, "switches": switches_art, "ring": ring_art, "loads": ring_loads}
 
 
 def clear_drawing(ax) -> None:
