@@ -331,6 +331,20 @@ def compare_ddp(report: DDPReport, *, comm: str = "measured") -> DDPComparison:
     >>> round(float(c.no_overlap_ratio[0]), 6)
     1.0
     """
+    p, b, g, f, n_ar, t_ar = _checked_report(report, comm)
+    alpha, bandwidth = fit_allreduce(n_ar, t_ar, p=p)
+    allreduce_time = _allreduce_time(n_ar, t_ar, p=p, alpha=alpha, bandwidth=bandwidth, comm=comm)
+    total = math.fsum(g)
+    compute = f + math.fsum(b)
+    no_overlap = compute + float(allreduce_time(total)[0])
+    per_cap = _sweep_columns(report.sweep, b, g, f, allreduce_time)
+    return DDPComparison(p=p, predicted_compute=compute, predicted_no_overlap=no_overlap, alpha=alpha,
+                         bandwidth=bandwidth, allreduce_bytes=n_ar, allreduce_seconds=t_ar, total_bytes=total,
+                         **per_cap)
+
+
+def _checked_report(report, comm: str) -> tuple:
+    """``(p, backward times, grad bytes, forward time, all-reduce bytes, seconds)`` of a complete report."""
     if not isinstance(report, DDPReport):
         raise TypeError(f"report must be a DDPReport (what ddp_overlap.launch returns), got {type(report).__name__}")
     needed = ("forward_time", "backward_times", "allreduce", "sweep")
@@ -347,7 +361,11 @@ def compare_ddp(report: DDPReport, *, comm: str = "measured") -> DDPComparison:
     n_ar = np.asarray(report.allreduce.n_bytes, dtype=float)
     t_ar = np.asarray(report.allreduce.seconds, dtype=float)
     check_choice("comm", comm, ["measured", "fit"])
-    alpha, bandwidth = fit_allreduce(n_ar, t_ar, p=p)
+    return p, b, g, f, n_ar, t_ar
+
+
+def _allreduce_time(n_ar, t_ar, *, p, alpha, bandwidth, comm):
+    """``sizes -> seconds``: the time measured for exactly those sizes if ``comm`` says so, else the ring model's."""
     measured = dict(zip(n_ar.tolist(), t_ar.tolist()))
 
     def allreduce_time(sizes):
@@ -356,12 +374,14 @@ def compare_ddp(report: DDPReport, *, comm: str = "measured") -> DDPComparison:
             return np.array([measured[x] for x in sizes.tolist()])
         return np.atleast_1d(_ring(sizes, p, alpha, bandwidth))
 
-    total = math.fsum(g)
-    compute = f + math.fsum(b)
-    no_overlap = compute + float(allreduce_time(total)[0])
+    return allreduce_time
+
+
+def _sweep_columns(sweep, b, g, f, allreduce_time) -> dict:
+    """The :class:`DDPComparison` fields indexed by capacity: buckets, measured times, CPU times, predictions."""
     caps, nb, nbm, mc, mo, mn, po, tls = [], [], [], [], [], [], [], []
     cpu = {"compute": [], "overlap": [], "no_overlap": []}
-    for row in report.sweep:
+    for row in sweep:
         cap = float(row.bucket_cap_mb)
         groups, sizes, n_reported = _buckets_from_report(row, g, cap * 2**20)
         tl = bucket_timeline(b, groups, allreduce_time(sizes), forward_time=f)
@@ -375,8 +395,7 @@ def compare_ddp(report: DDPReport, *, comm: str = "measured") -> DDPComparison:
             acc.append(float(getattr(row, f"{mode}_cpu")))
         po.append(tl.iteration_time)
         tls.append(tl)
-    return DDPComparison(
-        p=p,
+    return dict(
         bucket_cap_mb=np.array(caps),
         n_buckets=np.array(nb),
         n_buckets_model=np.array(nbm),
@@ -386,13 +405,6 @@ def compare_ddp(report: DDPReport, *, comm: str = "measured") -> DDPComparison:
         cpu_compute=np.array(cpu["compute"]),
         cpu_overlap=np.array(cpu["overlap"]),
         cpu_no_overlap=np.array(cpu["no_overlap"]),
-        predicted_compute=compute,
         predicted_overlap=np.array(po),
-        predicted_no_overlap=no_overlap,
-        alpha=alpha,
-        bandwidth=bandwidth,
-        allreduce_bytes=n_ar,
-        allreduce_seconds=t_ar,
         timelines=tuple(tls),
-        total_bytes=total,
     )

@@ -393,7 +393,6 @@ MAX_FUNCTION_LINES = 80
 KNOWN_LONG = {
     "distlib.examples.ddp_overlap.copy_compute_overlap",  # distlib/examples/ddp_overlap.py
     "distlib.examples.mpi_p2p.main",  # distlib/examples/mpi_p2p.py
-    "distlib.measure_overlap.compare_ddp",  # distlib/measure_overlap.py
 }
 
 
