@@ -481,34 +481,50 @@ def copy_compute_overlap(*, n_bytes: int = 256 * 2**20, matmul_n: int = 4096, re
     n_bytes = check_int("n_bytes", n_bytes, minimum=1)
     matmul_n = check_int("matmul_n", matmul_n, minimum=1)
     repeats = check_int("repeats", repeats, minimum=1)
-    reason = None
-    if device is not None and not str(device).startswith("cuda"):
-        reason = f"device={device!r} is not a CUDA device"
-    elif not _gpu_device_files():
-        reason = "no /dev/nvidia* or /dev/kfd"  # spares importing torch
-    else:
-        torch, _ = _torch()
-        if not torch.cuda.is_available():
-            reason = "torch sees no CUDA device"
+    reason = _no_cuda_reason(device)
     if reason is not None:
         msg = f"no GPU: skipped ({reason}); nothing ran, device: cpu"
         if verbose:
             print(msg)
         return {"skipped": True, "device": "cpu", "message": msg}
+    torch, _ = _torch()
     dev = torch.device(device or "cuda")
     name = torch.cuda.get_device_name(dev)
-    a = torch.randn(matmul_n, matmul_n, device=dev, dtype=torch.bfloat16)
-    c = torch.empty_like(a)
-    host = torch.empty(n_bytes, dtype=torch.uint8, pin_memory=True)
-    dst = torch.empty(n_bytes, dtype=torch.uint8, device=dev)
-    s_compute, s_copy = torch.cuda.Stream(dev), torch.cuda.Stream(dev)
+    k, t_compute, t_copy, t_serial, t_concurrent = _time_copy_and_compute(torch, dev, n_bytes=n_bytes,
+                                                                          matmul_n=matmul_n, repeats=repeats)
+    out = {
+        "skipped": False,
+        "device": name,
+        "matmuls": k,
+        "compute": t_compute,
+        "copy": t_copy,
+        "serial": t_serial,
+        "concurrent": t_concurrent,
+        "speedup": t_serial / t_concurrent,
+        "bound": (t_compute + t_copy) / max(t_compute, t_copy),
+        "copy_bandwidth": n_bytes / t_copy,
+        "n_bytes": n_bytes,
+    }
+    if verbose:
+        print(f"device: {name}; {k} bf16 matmuls of {matmul_n}x{matmul_n} vs a {n_bytes / 1e6:.0f} MB "
+              f"pinned host-to-device copy")
+    return out
 
-    def compute(k):
-        for _ in range(k):
-            torch.matmul(a, a, out=c)
 
-    def copy():
-        dst.copy_(host, non_blocking=True)
+def _no_cuda_reason(device):
+    """Why :func:`copy_compute_overlap` cannot run on ``device`` (a phrase), or None when a CUDA device is there."""
+    if device is not None and not str(device).startswith("cuda"):
+        return f"device={device!r} is not a CUDA device"
+    if not _gpu_device_files():
+        return "no /dev/nvidia* or /dev/kfd"  # spares importing torch
+    torch, _ = _torch()
+    if not torch.cuda.is_available():
+        return "torch sees no CUDA device"
+    return None
+
+
+def _cuda_timer(torch, dev, repeats: int):
+    """``timed(fn)``: median seconds of ``repeats`` runs of ``fn``, the device synchronised around each."""
 
     def timed(fn):
         ts = []
@@ -519,6 +535,25 @@ def copy_compute_overlap(*, n_bytes: int = 256 * 2**20, matmul_n: int = 4096, re
             torch.cuda.synchronize(dev)
             ts.append(time.perf_counter() - t0)
         return _median(ts[1:])
+
+    return timed
+
+
+def _time_copy_and_compute(torch, dev, *, n_bytes: int, matmul_n: int, repeats: int) -> tuple:
+    """``(matmuls, compute, copy, serial, concurrent)``: products sized to last as long as the copy, then timed."""
+    a = torch.randn(matmul_n, matmul_n, device=dev, dtype=torch.bfloat16)
+    c = torch.empty_like(a)
+    host = torch.empty(n_bytes, dtype=torch.uint8, pin_memory=True)
+    dst = torch.empty(n_bytes, dtype=torch.uint8, device=dev)
+    s_compute, s_copy = torch.cuda.Stream(dev), torch.cuda.Stream(dev)
+    timed = _cuda_timer(torch, dev, repeats)
+
+    def compute(k):
+        for _ in range(k):
+            torch.matmul(a, a, out=c)
+
+    def copy():
+        dst.copy_(host, non_blocking=True)
 
     def on(stream, fn):
         def run():
@@ -542,25 +577,7 @@ def copy_compute_overlap(*, n_bytes: int = 256 * 2**20, matmul_n: int = 4096, re
         with torch.cuda.stream(s_copy):
             copy()
 
-    t_serial = timed(serial)
-    t_concurrent = timed(concurrent)
-    out = {
-        "skipped": False,
-        "device": name,
-        "matmuls": k,
-        "compute": t_compute,
-        "copy": t_copy,
-        "serial": t_serial,
-        "concurrent": t_concurrent,
-        "speedup": t_serial / t_concurrent,
-        "bound": (t_compute + t_copy) / max(t_compute, t_copy),
-        "copy_bandwidth": n_bytes / t_copy,
-        "n_bytes": n_bytes,
-    }
-    if verbose:
-        print(f"device: {name}; {k} bf16 matmuls of {matmul_n}x{matmul_n} vs a {n_bytes / 1e6:.0f} MB "
-              f"pinned host-to-device copy")
-    return out
+    return k, t_compute, t_copy, timed(serial), timed(concurrent)
 
 
 if __name__ == "__main__":
