@@ -32,6 +32,7 @@ import argparse
 import sys
 import time
 from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 
@@ -102,14 +103,57 @@ def _median_time(fn, repeats: int) -> float:
     return float(np.median(times))
 
 
+@dataclass(frozen=True)
+class _Pair:
+    """This rank's side of its pair: the pairs' communicator, its partner, whether it goes first, rank 0's print."""
+
+    comm: object
+    partner: int
+    first: bool
+    say: Callable
+
+
 def main(argv=None) -> None:
+    """Every paired rank runs the three experiments; rank 0 prints them and emits a :class:`P2PTiming`."""
     from mpi4py import MPI
 
+    ns = _parse_args(argv)
+    comm = _pairs_comm(MPI)
+    if comm is None:
+        return
+    rank = comm.Get_rank()
+    say = (lambda *a: print(*a, flush=True)) if rank == 0 else (lambda *a: None)
+    pair = _Pair(comm, partner=rank ^ 1, first=rank % 2 == 0, say=say)
+    n_big = int(ns.mbytes * 2**20) // 8
+    small, big = np.zeros(1), np.zeros(n_big)
+    small_in, big_in = np.empty_like(small), np.empty_like(big)
+    lat, one_way = _ping_pong(pair, small, small_in, big, big_in, repeats=ns.repeats)
+    returned = _when_send_returns(pair, small, small_in, big, big_in, mbytes=ns.mbytes)
+    k, t, hidden = _overlap(MPI, pair, big, big_in, rank=rank, mbytes=ns.mbytes, repeats=ns.repeats)
+    comm.Barrier()
+    ok = bool(comm.allreduce(np.array_equal(big_in, big), op=MPI.LAND))
+    if rank == 0:
+        from distlib.engines.report import emit
+
+        emit(P2PTiming(latency=lat, n_bytes=int(big.nbytes), one_way=one_way, bandwidth=big.nbytes / one_way,
+                       send_small=returned[0], ssend_small=returned[1], send_big=returned[2], receiver_wait=RECEIVER_WAIT,
+                       slices=k, times=t, hidden_one_way=hidden[PAIRS[0][0]], hidden_exchange=hidden[PAIRS[1][0]],
+                       buffers_match=ok))  # fmt: skip
+    if not ok:
+        sys.exit(1)
+    say("received buffers match what was sent: True")
+
+
+def _parse_args(argv):
+    """The command line: the large message's size and the repeats."""
     parser = argparse.ArgumentParser(prog="python -m distlib.examples.mpi_p2p")
     parser.add_argument("--mbytes", type=float, default=16.0, help="large message size in MiB (default 16)")
     parser.add_argument("--repeats", type=int, default=5)
-    ns = parser.parse_args(sys.argv[1:] if argv is None else argv)
+    return parser.parse_args(sys.argv[1:] if argv is None else argv)
 
+
+def _pairs_comm(MPI):
+    """The communicator of the paired ranks; None on an odd last rank, which says it sits out."""
     world = MPI.COMM_WORLD
     if world.Get_size() < 2:
         print("mpi_p2p needs at least 2 ranks: mpiexec -n 2 ...", flush=True)
@@ -119,18 +163,16 @@ def main(argv=None) -> None:
     comm = world.Split(0 if paired else MPI.UNDEFINED, world.Get_rank())
     if not paired:
         print(f"rank {world.Get_rank()}: no partner, sitting out", flush=True)
-        return
-    rank, p = comm.Get_rank(), comm.Get_size()
-    partner = rank ^ 1
-    first = rank % 2 == 0
-    say = (lambda *a: print(*a, flush=True)) if rank == 0 else (lambda *a: None)
-    n_big = int(ns.mbytes * 2**20) // 8
-    small, big = np.zeros(1), np.zeros(n_big)
-    small_in, big_in = np.empty_like(small), np.empty_like(big)
+        return None
+    return comm
 
-    # 1. ping-pong
+
+def _ping_pong(pair: _Pair, small, small_in, big, big_in, *, repeats: int) -> tuple:
+    """Experiment 1: ``(latency, one_way)``, half the median round trip of 8 bytes and of the large message."""
+    comm, partner, say = pair.comm, pair.partner, pair.say
+
     def pingpong(out, inp):
-        if first:
+        if pair.first:
             comm.Send(out, dest=partner)
             comm.Recv(inp, source=partner)
         else:
@@ -140,16 +182,20 @@ def main(argv=None) -> None:
     pingpong(small, small_in)
     pingpong(big, big_in)
     lat = _median_time(lambda: pingpong(small, small_in), 50) / 2
-    one_way = _median_time(lambda: pingpong(big, big_in), ns.repeats) / 2
+    one_way = _median_time(lambda: pingpong(big, big_in), repeats) / 2
     say(f"ping-pong: 8 B one way {lat * 1e6:.1f} us; {big.nbytes / 2**20:g} MiB one way "
         f"{one_way * 1e3:.2f} ms = {big.nbytes / one_way / 1e9:.2f} GB/s")
     comm.Barrier()
+    return lat, one_way
 
-    # 2. when does a send return?
+
+def _when_send_returns(pair: _Pair, small, small_in, big, big_in, *, mbytes: float) -> list:
+    """Experiment 2: how long ``Send`` 8 B, ``Ssend`` 8 B and ``Send`` of the large message take to return."""
+    comm, partner, say = pair.comm, pair.partner, pair.say
     returned = []
-    for name, buf, inbuf in (("Send 8 B", small, small_in), ("Ssend 8 B", small, small_in), (f"Send {ns.mbytes:g} MiB", big, big_in)):
+    for name, buf, inbuf in (("Send 8 B", small, small_in), ("Ssend 8 B", small, small_in), (f"Send {mbytes:g} MiB", big, big_in)):
         comm.Barrier()
-        if first:
+        if pair.first:
             t0 = time.perf_counter()
             (comm.Ssend if name.startswith("Ssend") else comm.Send)(buf, dest=partner)
             took = time.perf_counter() - t0
@@ -159,8 +205,13 @@ def main(argv=None) -> None:
             time.sleep(RECEIVER_WAIT)
             comm.Recv(inbuf, source=partner)
     comm.Barrier()
+    return returned
 
-    # 3. overlap. The work is element-wise NumPy on a cache-sized array (no
+
+def _overlap_steps(MPI, pair: _Pair, big, big_in, *, rank: int) -> tuple:
+    """Experiment 3's pieces: ``(work, compute(k), one_way_send(overlap, k), exchange(overlap, k))``."""
+    comm, partner = pair.comm, pair.partner
+    # The work is element-wise NumPy on a cache-sized array (no
     # BLAS threads, no memory traffic to compete with the copy).
     a = np.random.default_rng(rank).random(32_768)
     out = np.empty_like(a)
@@ -176,7 +227,7 @@ def main(argv=None) -> None:
         # The sender computes; its partner only receives. MPICH moves a large
         # message on one machine by having the *receiver* copy it straight out
         # of the sender's memory, so the sender's CPU is free meanwhile.
-        if not first:
+        if not pair.first:
             comm.Recv(big_in, source=partner)
             return
         if overlap:
@@ -200,9 +251,16 @@ def main(argv=None) -> None:
             MPI.Request.Waitall(reqs)
             compute(k)
 
+    return work, compute, one_way_send, exchange
+
+
+def _overlap(MPI, pair: _Pair, big, big_in, *, rank: int, mbytes: float, repeats: int) -> tuple:
+    """Experiment 3: ``(slices, median times, hidden shares)`` of each variant, one after the other and overlapped."""
+    comm, say = pair.comm, pair.say
+    work, compute, one_way_send, exchange = _overlap_steps(MPI, pair, big, big_in, rank=rank)
     t_one = _median_time(work, 50)
     one_way_send(False, 0)
-    t_msg = comm.allreduce(_median_time(lambda: one_way_send(False, 0), ns.repeats), op=MPI.MAX)
+    t_msg = comm.allreduce(_median_time(lambda: one_way_send(False, 0), repeats), op=MPI.MAX)
     k = max(1, int(round(comm.bcast(t_msg / t_one))))  # compute about as long as the transfer
 
     # Take the variants in turn, many times, so that a busy moment on a
@@ -216,31 +274,20 @@ def main(argv=None) -> None:
         "Isend/Irecv, compute, Waitall": lambda: exchange(True, k),
     }
     samples = {name: [] for name in variants}
-    for _ in range(max(ns.repeats, 3) * 2 + 1):
+    for _ in range(max(repeats, 3) * 2 + 1):
         for name, fn in variants.items():
             comm.Barrier()
             t0 = time.perf_counter()
             fn()
             samples[name].append(comm.allreduce(time.perf_counter() - t0, op=MPI.MAX))
     t = {name: float(np.median(v)) for name, v in samples.items()}
-    say(f"one-way {ns.mbytes:g} MiB transfer {t['transfer'] * 1e3:.2f} ms; compute ({k} slices) {t['compute'] * 1e3:.2f} ms")
+    say(f"one-way {mbytes:g} MiB transfer {t['transfer'] * 1e3:.2f} ms; compute ({k} slices) {t['compute'] * 1e3:.2f} ms")
     hidden = {}
     for seq, ov in PAIRS:
         hidden[seq] = (t[seq] - t[ov]) / min(t["transfer"], t["compute"])
         say(f"  {seq:<24} {t[seq] * 1e3:7.2f} ms   {ov:<30} {t[ov] * 1e3:7.2f} ms   "
             f"hidden: {100 * hidden[seq]:.0f}% of the shorter part")
-    comm.Barrier()
-    ok = bool(comm.allreduce(np.array_equal(big_in, big), op=MPI.LAND))
-    if rank == 0:
-        from distlib.engines.report import emit
-
-        emit(P2PTiming(latency=lat, n_bytes=int(big.nbytes), one_way=one_way, bandwidth=big.nbytes / one_way,
-                       send_small=returned[0], ssend_small=returned[1], send_big=returned[2], receiver_wait=RECEIVER_WAIT,
-                       slices=k, times=t, hidden_one_way=hidden[PAIRS[0][0]], hidden_exchange=hidden[PAIRS[1][0]],
-                       buffers_match=ok))  # fmt: skip
-    if not ok:
-        sys.exit(1)
-    say("received buffers match what was sent: True")
+    return k, t, hidden
 
 
 if __name__ == "__main__":
