@@ -46,7 +46,7 @@ def test_setup_cell_installs_the_library_from_the_one_repository_url(path):
     uses_mpi = any(nbtool.NEEDS_MPI.search("".join(c["source"])) for c in cells if c["cell_type"] == "code"
                    and c is not first_code)
     assert extras == ({"widgets", "mpi"} if uses_mpi else {"widgets"})
-    assert len(source.splitlines()) <= 34, "the set-up cell stays short"
+    assert len(source.splitlines()) <= 35, "the set-up cell stays short"  # 35: crisp figures, since #21
 
 
 def test_chapters_1_to_5_install_without_torch_or_mpi():

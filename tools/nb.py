@@ -87,8 +87,7 @@ import distlib as dl
 if not hasattr(dl, "simulate_ring_allreduce"):
     raise ImportError(f"'import distlib' found {{dl.__file__}}, PyPA's unrelated 'distlib', not this book's library: "
                       "pip uninstall -y distlib, then run this cell again.")
-from distlib.static.kernel import crisp_inline_figures
-sharp = crisp_inline_figures()  # inline figures drawn for 2x screens: sharp on a phone, a laptop, a projector'''
+from distlib.static.kernel import crisp_inline_figures; sharp = crisp_inline_figures()  # 2x PNGs: sharp on phones'''
 
 
 def _tags(cell) -> list:
