@@ -317,7 +317,7 @@ class _Processes:
             with self.cond:
                 bad = [i for i in self.exits if self.procs[i].returncode != 0]
                 if bad:
-                    return bad[0], False, None
+                    return self._root_cause(bad), False, None
                 if len(self.exits) == len(self.procs):
                     return None, False, None
                 left = deadline - time.monotonic()
@@ -328,6 +328,23 @@ class _Processes:
                 message = watch()
                 if message:
                     return None, False, message
+
+    #: After the first failure, how long to wait for the others that fail with it (their exits are seen in any order).
+    SETTLE = 0.3
+
+    def _root_cause(self, bad: list) -> int:
+        """Of the processes that failed together, the one to name: killed by a signal, else the first seen.
+
+        A rank killed by a signal (``kill -9``, the out-of-memory killer) makes
+        its peers fail a moment later with an exit status of their own (a
+        connection reset); on a busy machine their exits can be seen first.
+        Called with ``self.cond`` held.
+        """
+        deadline = time.monotonic() + self.SETTLE
+        while len(self.exits) < len(self.procs) and time.monotonic() < deadline:
+            self.cond.wait(max(0.0, deadline - time.monotonic()))
+        bad = [i for i in self.exits if self.procs[i].returncode != 0]
+        return next((i for i in bad if self.procs[i].returncode < 0), bad[0])
 
     def stop(self) -> None:
         _kill_run(self.run_id, self.procs, grace=STOP_GRACE)
