@@ -211,18 +211,53 @@ def rank_main(comm, *, output: str = "table", quiet: bool = False, **sweep) -> i
     return 1 if result.wrong_total() else 0
 
 
+#: UCX transports that move bytes through memory the two processes share (not over a network).
+_UCX_SHARED = {"all", "sm", "shm", "posix", "sysv", "cma", "xpmem", "knem"}
+
+
+def _between_nodes(engine: str) -> str:
+    """How bytes cross between nodes, from what this rank was given (``UCX_TLS`` for MPICH's UCX netmod)."""
+    if engine == "gloo":
+        return "gloo's TCP between nodes"
+    if engine == "nccl":
+        return "NCCL's network transport between nodes (InfiniBand, RoCE or sockets)"
+    tls = os.environ.get("UCX_TLS")
+    if tls is None:
+        return ("UCX's pick between nodes: shared memory where the nodes share one machine, the network "
+                "otherwise (UCX_TLS=tcp,self forces TCP)")  # fmt: skip
+    chosen = {t.strip() for t in tls.split(",")}
+    if chosen & _UCX_SHARED:
+        return f"UCX_TLS={tls} between nodes (its shared-memory transports included)"
+    return f"TCP between nodes (UCX_TLS={tls})" if "tcp" in chosen else f"UCX_TLS={tls} between nodes"
+
+
 def _transport(comm) -> str:
-    """How the ranks' bytes travel, in words (printed under the table's title)."""
-    if os.environ.get("DISTLIB_CLUSTER"):  # set by the launchers on a mini cluster
-        inside = "MPICH shared memory" if comm.engine == "mpi" else "gloo over TCP on the node"
-        return f"{os.environ['DISTLIB_CLUSTER']}: {inside} inside a node, TCP over the throttled links between nodes"
+    """How the ranks' bytes travel, in words (printed under the table's title). Every rank calls it (a gather).
+
+    From what the ranks see, not from who launched them: the nodes are the
+    distinct host names of the ranks (so ``srun`` or ``mpiexec`` across
+    machines and the book's launchers on a mini cluster read the same), and
+    between nodes the transport the rank's environment selects.
+    """
+    import socket
+
+    hosts = sorted(set(comm.allgather_object(socket.gethostname())))
+    where = [f"Slurm job {os.environ['SLURM_JOB_ID']}"] if os.environ.get("SLURM_JOB_ID") else []
+    if os.environ.get("DISTLIB_CLUSTER"):  # set by the book's launchers on a mini cluster
+        where.append(f"mini cluster of {os.environ['DISTLIB_CLUSTER']}")
+    where = "; ".join(where) + "; " if where else ""
+    if len(hosts) > 1:
+        inside = {"mpi": "MPICH shared memory", "gloo": "gloo over TCP on the node"}.get(comm.engine,
+                                                                                       "NVLink or PCIe")
+        return (f"{where}ranks on {len(hosts)} nodes ({', '.join(hosts)}): {inside} inside a node, "
+                f"{_between_nodes(comm.engine)}")  # fmt: skip
     if comm.engine == "mpi":
         single = os.environ.get("MPIR_CVAR_CH4_CMA_ENABLE") == "1"
-        return ("MPICH shared memory, single copy (CMA: the receiver reads the sender's buffer)" if single else
-                "MPICH shared memory, two copies (in through a shared buffer, out again)")  # fmt: skip
+        return where + ("MPICH shared memory, single copy (CMA: the receiver reads the sender's buffer)" if single
+                        else "MPICH shared memory, two copies (in through a shared buffer, out again)")  # fmt: skip
     if comm.engine == "gloo":
-        return "gloo over TCP on the loopback interface"
-    return "NCCL, over whatever links it finds between the GPUs (NVLink, PCIe, shared memory, network)"
+        return where + "gloo over TCP on the loopback interface"
+    return where + "NCCL, over whatever links it finds between the GPUs (NVLink, PCIe, shared memory, network)"
 
 
 def _reference_bandwidth(comm) -> float:
