@@ -50,7 +50,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import limits
-from ._check import check_int, check_real
+from ._check import check_bool, check_int, check_real
 from .engines._processes import _pid_alive
 from .bench.results import Race, RaceRow  # their home; here for older callers
 
@@ -156,15 +156,30 @@ def leftovers(*, owner: int | None = None) -> list:
     return out
 
 
-def _delete_netns(ip: str, name: str) -> None:
-    # Processes still inside would keep the namespace (and its links) alive.
-    pids = subprocess.run([ip, "netns", "pids", name], capture_output=True, text=True).stdout.split()
-    for pid in pids:
-        try:
-            os.kill(int(pid), signal.SIGKILL)
-        except (ProcessLookupError, ValueError, PermissionError):
-            pass
-    subprocess.run([ip, "netns", "delete", name], capture_output=True, text=True)
+def _delete_netns(ip: str, name: str, *, patience: float = 5.0) -> None:
+    """Kill what runs in namespace ``name``, wait for it to go, and delete the namespace.
+
+    Processes still inside would keep the namespace (and its links) alive; and
+    one that took a mount namespace of its own (Slurm's daemons, see
+    :meth:`MiniCluster.enter`) holds a copy of ``/run/netns/<name>``'s mount,
+    so the name cannot be removed until that process has exited: hence the
+    wait, and the retries of the delete, both bounded by ``patience`` seconds.
+    """
+    deadline = time.monotonic() + patience
+    while True:
+        pids = subprocess.run([ip, "netns", "pids", name], capture_output=True, text=True).stdout.split()
+        for pid in pids:
+            try:
+                os.kill(int(pid), signal.SIGKILL)
+            except (ProcessLookupError, ValueError, PermissionError):
+                pass
+        if not pids:
+            subprocess.run([ip, "netns", "delete", name], capture_output=True, text=True)
+            if not (_NETNS_DIR / name).exists():
+                break
+        if time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
     shutil.rmtree(_ETC_NETNS / name, ignore_errors=True)
 
 
@@ -193,16 +208,23 @@ class MiniCluster:
         Each node's link rate, Gbit/s (1e9 bit/s) in each direction, 0.01 to
         100; ``None`` leaves the links unthrottled (as fast as the kernel
         copies, about 1 GB/s measured here).
+    head : bool
+        Also make a head node (``"head"``, the login node of a real cluster):
+        on the switch by an unthrottled link, holding no rank itself; the
+        place where a Slurm controller runs and where commands are typed.
 
     Attributes
     ----------
     nodes : list of Node
+        The compute nodes (the head is not one of them).
+    head : Node or None
     link_gbit : float or None
     name : str
         The prefix of every namespace it made.
     """
 
-    def __init__(self, nodes: int = 2, *, link_gbit: float | None = 2.0):
+    def __init__(self, nodes: int = 2, *, link_gbit: float | None = 2.0, head: bool = False, slurm: bool = False,
+                 cpus_per_node: int = 2):
         self.n_nodes = check_int("nodes", nodes, minimum=1, maximum=limits.MAX_NODES)
         self.link_gbit = None if link_gbit is None else check_real("link_gbit", link_gbit, minimum=limits.LINK_GBIT[0],
                                                                    maximum=limits.LINK_GBIT[1])
@@ -216,6 +238,17 @@ class MiniCluster:
         self.nodes = [
             Node(i, f"node{i}", f"{self.name}-n{i}", f"{_SUBNET}.{i + 1}", "eth0", f"p{i}") for i in range(self.n_nodes)
         ]
+        slurm = check_bool("slurm", slurm)
+        cpus_per_node = check_int("cpus_per_node", cpus_per_node, minimum=1, maximum=64)
+        if slurm:
+            from .minicluster_slurm import slurm_support
+
+            reason = slurm_support()
+            if reason:
+                raise MiniClusterUnavailable(reason)
+        with_head = check_bool("head", head) or slurm
+        self.head = Node(-1, "head", f"{self.name}-h", f"{_SUBNET}.254", "eth0", "ph") if with_head else None
+        self.slurm = None
         self.workdir = Path(tempfile.mkdtemp(prefix=f"{self.name}-"))
         self._made: list = []
         self._closed = False
@@ -224,10 +257,17 @@ class MiniCluster:
         from .engines._processes import _Reaper
 
         # If this process dies without close() (a SIGKILL), a reaper outside it removes the namespaces.
-        self._reaper = _Reaper(self.name, self.workdir, netns=[self.switch, *(n.netns for n in self.nodes)],
+        self._reaper = _Reaper(self.name, self.workdir, netns=[self.switch, *(n.netns for n in self._all_nodes())],
                                etc_netns=_ETC_NETNS)  # fmt: skip
         try:
             self._build()
+            if slurm:
+                from .minicluster_slurm import Slurm, SlurmUnavailable
+
+                try:
+                    self.slurm = Slurm(self, cpus_per_node=cpus_per_node)
+                except SlurmUnavailable as exc:
+                    raise MiniClusterUnavailable(str(exc)) from None
         except BaseException:
             self.close()
             raise
@@ -262,8 +302,8 @@ class MiniCluster:
         self._add_netns(self.switch)
         self._sh(ip, "-n", self.switch, "link", "add", "br0", "type", "bridge")
         self._sh(ip, "-n", self.switch, "link", "set", "br0", "up")
-        hosts = "127.0.0.1 localhost\n" + "".join(f"{n.address} {n.hostname}\n" for n in self.nodes)
-        for node in self.nodes:
+        hosts = "127.0.0.1 localhost\n" + "".join(f"{n.address} {n.hostname}\n" for n in self._all_nodes())
+        for node in self._all_nodes():
             self._add_netns(node.netns)
             # `ip netns exec` shows /etc/netns/<name>/hosts as /etc/hosts: the nodes know each other by name.
             etc = _ETC_NETNS / node.netns
@@ -275,8 +315,12 @@ class MiniCluster:
             self._sh(ip, "-n", self.switch, "link", "set", node.port, "master", "br0", "up")
             self._sh(ip, "-n", node.netns, "addr", "add", f"{node.address}/24", "dev", node.iface)
             self._sh(ip, "-n", node.netns, "link", "set", node.iface, "up")
-            self._tbf(node.netns, node.iface)  # what the node sends
-            self._tbf(self.switch, node.port)  # what it receives
+            if node is not self.head:  # the head's link is not the one being studied: never throttled
+                self._tbf(node.netns, node.iface)  # what the node sends
+                self._tbf(self.switch, node.port)  # what it receives
+
+    def _all_nodes(self) -> list:
+        return [*self.nodes, *([self.head] if self.head else [])]
 
     def close(self) -> None:
         """Stop every process left on the nodes and remove the namespaces, links and files (idempotent)."""
@@ -284,6 +328,11 @@ class MiniCluster:
             if self._closed:
                 return
             self._closed = True
+        if self.slurm is not None:
+            try:
+                self.slurm.stop()
+            finally:  # the namespaces go whatever happened: what still runs in them is killed with them
+                self.slurm = None
         for name in reversed(self._made):
             _delete_netns(self._ip, name)
         shutil.rmtree(self.workdir, ignore_errors=True)
@@ -301,14 +350,14 @@ class MiniCluster:
 
     # -- using it -------------------------------------------------------------
     def node(self, which) -> Node:
-        """A node by index, hostname or :class:`Node`."""
+        """A node by index, hostname (``"head"`` too, if there is one) or :class:`Node`."""
         if isinstance(which, Node):
             return which
         if isinstance(which, str):
-            for node in self.nodes:
+            for node in self._all_nodes():
                 if node.hostname == which:
                     return node
-            raise ValueError(f"node must be one of {[n.hostname for n in self.nodes]}, got {which!r}")
+            raise ValueError(f"node must be one of {[n.hostname for n in self._all_nodes()]}, got {which!r}")
         return self.nodes[check_int("node", which, minimum=0, maximum=self.n_nodes - 1)]
 
     def prefix(self, which) -> list:
@@ -316,10 +365,35 @@ class MiniCluster:
         node = self.node(which)
         return [self._ip, "netns", "exec", node.netns, sys.executable, str(_NODE_EXEC), node.hostname]
 
+    def enter(self, which) -> list:
+        """Like :meth:`prefix`, but the machine's ``/sys`` stays (``slurmd`` needs ``/sys/fs/cgroup``).
+
+        The command joins the node's network namespace directly and sees the
+        cluster's host names in ``/etc/hosts`` (a private bind mount), as
+        ``ip netns exec`` would show them.
+        """
+        node = self.node(which)
+        return [sys.executable, str(_NODE_EXEC), "--netns", str(_NETNS_DIR / node.netns),
+                "--hosts", str(_ETC_NETNS / node.netns / "hosts"), node.hostname]  # fmt: skip
+
     def run(self, which, argv, *, timeout: float = 30.0, env=None) -> subprocess.CompletedProcess:
         """Run ``argv`` on a node and wait for it (output captured as text)."""
         return subprocess.run([*self.prefix(which), *argv], capture_output=True, text=True, timeout=timeout,
                               env=None if env is None else {**os.environ, **env})  # fmt: skip
+
+    def login(self, argv, *, timeout: float | None = 60.0, check: bool = False, env=None,
+              capture: bool = True) -> subprocess.CompletedProcess:
+        """Run ``argv`` on the head node, as typed at a real cluster's login node (needs ``head=True``).
+
+        With Slurm up, the command finds it (``SLURM_CONF``) and MPICH sends
+        between nodes over TCP (``UCX_TLS=tcp,self``). ``capture=False``
+        leaves the output on this process's stdout and stderr.
+        """
+        if self.head is None:
+            raise ValueError("this mini cluster has no head node: make it with head=True (or slurm=True)")
+        extra = {**(self.slurm.env if self.slurm is not None else {}), **(env or {})}
+        return subprocess.run([*self.enter(self.head), *argv], capture_output=capture, text=True, timeout=timeout,
+                              check=check, env={**os.environ, **extra}, stdin=subprocess.DEVNULL if capture else None)
 
     def link_bytes(self, which) -> LinkBytes:
         """Bytes sent and received over a node's link so far (tc's ``tbf`` counters, so headers included)."""
@@ -457,7 +531,8 @@ class MiniCluster:
 
 
 @contextmanager
-def mini_cluster(nodes: int = 2, *, link_gbit: float | None = 2.0):
+def mini_cluster(nodes: int = 2, *, link_gbit: float | None = 2.0, head: bool = False, slurm: bool = False,
+                 cpus_per_node: int = 2):
     """Make a :class:`MiniCluster`, yield it, and remove it however the block ends.
 
     SIGTERM, while the cluster is up in the main thread, raises
@@ -470,8 +545,11 @@ def mini_cluster(nodes: int = 2, *, link_gbit: float | None = 2.0):
         Where the machine does not allow it (the message says why).
     ValueError
         ``nodes`` outside 1..64 or ``link_gbit`` outside 0.01..100.
+
+    With ``slurm=True`` (which implies ``head=True``) Slurm runs on it
+    (:mod:`distlib.minicluster_slurm`): ``cluster.login(["srun", ...])``.
     """
-    cluster = MiniCluster(nodes, link_gbit=link_gbit)
+    cluster = MiniCluster(nodes, link_gbit=link_gbit, head=head, slurm=slurm, cpus_per_node=cpus_per_node)
     previous = None
     if threading.current_thread() is threading.main_thread():
 
@@ -505,14 +583,9 @@ def __getattr__(name: str):
 def _main(argv=None) -> int:  # pragma: no cover - a manual check
     """``python -m distlib.minicluster [NODES] [GBIT]``: make a cluster, show it, remove it.
 
-    ``python -m distlib.minicluster run [FLAGS] MODULE [ARGS]``: run a rank program across a cluster, as
-    ``python -m distlib.run --nodes 2 ...`` (its flags; two nodes unless ``--nodes`` says otherwise).
+    (``python -m distlib.minicluster run|shell ...`` is :mod:`distlib.minicluster_cli`.)
     """
     argv = sys.argv[1:] if argv is None else argv
-    if argv[:1] == ["run"]:  # distlib.run in this process's place (no import: run imports this module)
-        rest = argv[1:]
-        os.execv(sys.executable, [sys.executable, "-m", "distlib.run",
-                                  *(rest if "--nodes" in rest else ["--nodes", "2", *rest])])  # fmt: skip
     n = int(argv[0]) if argv else 2
     gbit = float(argv[1]) if len(argv) > 1 else 2.0
     t0 = time.monotonic()
@@ -525,4 +598,9 @@ def _main(argv=None) -> int:  # pragma: no cover - a manual check
 
 
 if __name__ == "__main__":  # pragma: no cover
+    if sys.argv[1:2] in (["run"], ["shell"], ["-h"], ["--help"]):
+        # Entry-point wiring, run only as a program (never on import): the command line lives in its own module.
+        from distlib.minicluster_cli import main
+
+        sys.exit(main(sys.argv[1:]))
     sys.exit(_main())
