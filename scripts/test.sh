@@ -10,14 +10,14 @@
 # in the background once the tests are collected (tests/conftest.py).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-# The three set-ups are independent (two venvs, one apt package): run them
+# The three set-ups are independent (two venvs, the Debian packages: Chromium, Slurm): run them
 # side by side; each one's output is shown if it fails.
 logs=$(mktemp -d)
 bash scripts/setup_colab_env.sh >"$logs/colab.log" 2>&1 & colab=$!
-bash scripts/install_chromium.sh >"$logs/chromium.log" 2>&1 & chromium=$!
+bash scripts/install_system.sh >"$logs/chromium.log" 2>&1 & chromium=$!
 bash scripts/setup.sh
 wait "$colab" || { cat "$logs/colab.log" >&2; echo "test.sh: scripts/setup_colab_env.sh failed" >&2; exit 1; }
-wait "$chromium" || { cat "$logs/chromium.log" >&2; echo "test.sh: scripts/install_chromium.sh failed" >&2; exit 1; }
+wait "$chromium" || { cat "$logs/chromium.log" >&2; echo "test.sh: scripts/install_system.sh failed" >&2; exit 1; }
 cat "$logs/colab.log" "$logs/chromium.log"
 rm -rf "$logs"
 bash scripts/describe_machine.sh || true  # what these tests ran on, for the log

@@ -214,7 +214,7 @@ CHROMIUM_FLAGS = [
 def browser():
     """Debian's Chromium, headless, for every browser test of the session."""
     if CHROMIUM is None:
-        pytest.fail("Chromium is not installed (scripts/install_chromium.sh installs Debian's package)")
+        pytest.fail("Chromium is not installed (scripts/install_system.sh installs Debian's package)")
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as pw:

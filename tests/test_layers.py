@@ -50,7 +50,8 @@ MODEL_MODULES = {
     "distlib.bench.results",
 }
 #: Top-level modules and packages that start processes (the benchmark, the mini cluster): not models.
-LAUNCHERS = {"distlib.bench", "distlib.minicluster", "distlib.run"}  # distlib.run: python -m distlib.run
+LAUNCHERS = {"distlib.bench", "distlib.minicluster", "distlib.run",  # distlib.run: python -m distlib.run
+             "distlib.minicluster_slurm", "distlib.minicluster_cli"}  # Slurm on it; python -m distlib.minicluster run|shell
 #: The packages of the other layers, each with its own rules below.
 LAYER_PACKAGES = {"distlib.engines", "distlib.plots", "distlib.widgets", "distlib.examples", "distlib.static"}
 
@@ -171,11 +172,21 @@ def import_graph() -> dict:
     graph = {}
     for module, path in MODULES.items():
         edges = set()
-        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        tree = ast.parse(path.read_text(), filename=str(path))
+        for node in ast.walk(ast.Module(body=[n for n in tree.body if not _is_main_block(n)], type_ignores=[])):
             if isinstance(node, (ast.Import, ast.ImportFrom)):
                 edges |= _targets(module, path, node)
         graph[module] = edges
     return graph
+
+
+def _is_main_block(node) -> bool:
+    """``if __name__ == "__main__":`` at module level: entry-point wiring, run only as a program, never on import
+    (the program is then the module ``__main__``, another object than the one the library imports)."""
+    test = getattr(node, "test", None)
+    return (isinstance(node, ast.If) and isinstance(test, ast.Compare) and isinstance(test.left, ast.Name)
+            and test.left.id == "__name__" and isinstance(test.comparators[0], ast.Constant)
+            and test.comparators[0].value == "__main__")  # fmt: skip
 
 
 def cycles(graph: dict) -> list:
@@ -493,3 +504,11 @@ def test_every_package_under_distlib_goes_into_the_wheel():
     assert "distlib.bench" in packages and len(packages) >= 7
     missed = [p for p in packages if not any(fnmatch.fnmatchcase(p, pat) for pat in find["include"])]
     assert missed == []
+
+
+def test_only_the_main_block_is_left_out_of_the_import_graph():
+    tree = ast.parse("import os\nif __name__ == '__main__':\n    import distlib.bench\nif x == '__main__':\n    pass\n")
+    assert [_is_main_block(n) for n in tree.body] == [False, True, False]
+    # the mini cluster's command line is wired there, and nowhere else imports it from the mini cluster
+    assert "distlib.minicluster_cli" not in import_graph()["distlib.minicluster"]
+    assert "distlib.minicluster" in import_graph()["distlib.minicluster_cli"]
