@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 
-__all__ = ["LINK_GBIT", "MAX_NODES", "MAX_TIMEOUT", "WATCH_SECONDS", "launch_problem"]
+__all__ = ["LINK_GBIT", "MAX_NODES", "MAX_TIMEOUT", "WATCH_SECONDS", "cluster_problem", "launch_problem"]
 
 MAX_NODES = 64
 """The most simulated nodes a mini cluster makes (each is a network namespace and a veth pair)."""
@@ -49,4 +49,25 @@ def launch_problem(*, timeout: float, nodes: int | None = None, link_gbit: float
     if link_gbit is not None and not _finite_in(link_gbit, *LINK_GBIT):
         return (f"--link-gbit must be between {LINK_GBIT[0]:g} and {LINK_GBIT[1]:g} (Gbit/s per direction), "
                 f"got {link_gbit:g}")
+    return None
+
+
+def cluster_problem(*, ranks: int, nodes: int, link_gbit: float | None, engine: str,
+                    ranks_flag: str = "--ranks") -> str | None:
+    """The first flag of a run across a mini cluster out of range, as one line; ``None`` if all fit.
+
+    >>> cluster_problem(ranks=3, nodes=2, link_gbit=None, engine="mpi", ranks_flag="-n/--ranks")
+    '-n/--ranks must be a positive multiple of --nodes (2), got 3'
+    >>> cluster_problem(ranks=4, nodes=2, link_gbit=1.0, engine="nccl")
+    '--nodes: the mini cluster runs the CPU engines (--engine mpi or gloo); NCCL needs GPUs'
+    """
+    if not 1 <= nodes <= MAX_NODES:
+        return f"--nodes must be between 1 and {MAX_NODES}, got {nodes}"
+    if ranks < nodes or ranks % nodes:
+        return f"{ranks_flag} must be a positive multiple of --nodes ({nodes}), got {ranks}"
+    if link_gbit is not None and not _finite_in(link_gbit, *LINK_GBIT):
+        return (f"--link-gbit must be between {LINK_GBIT[0]:g} and {LINK_GBIT[1]:g} (Gbit/s per direction), "
+                f"got {link_gbit:g}")
+    if engine == "nccl":
+        return "--nodes: the mini cluster runs the CPU engines (--engine mpi or gloo); NCCL needs GPUs"
     return None

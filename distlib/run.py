@@ -22,7 +22,7 @@ import os
 import re
 import sys
 
-from distlib.limits import launch_problem
+from distlib.limits import cluster_problem, launch_problem
 
 PROG = "python -m distlib.run"
 ENGINES = ("mpi", "gloo", "nccl", "torchrun")
@@ -69,16 +69,10 @@ def check(ns) -> None:
     if ns.nodes is None and ns.link_gbit is not None:
         raise BadInput("--link-gbit needs --nodes (the links are the mini cluster's)")
     if ns.nodes is not None:
-        problem = launch_problem(timeout=ns.timeout, nodes=ns.nodes)
+        problem = cluster_problem(ranks=ns.ranks, nodes=ns.nodes, link_gbit=ns.link_gbit, engine=ns.engine,
+                                  ranks_flag="-n/--ranks")  # fmt: skip
         if problem:
             raise BadInput(problem)
-        if ns.ranks % ns.nodes:
-            raise BadInput(f"-n/--ranks must be a multiple of --nodes ({ns.nodes}), got {ns.ranks}")
-        problem = launch_problem(timeout=ns.timeout, link_gbit=ns.link_gbit)
-        if problem:
-            raise BadInput(problem)
-        if ns.engine == "nccl":
-            raise BadInput("--nodes: the mini cluster runs CPU engines (mpi, gloo, torchrun); NCCL needs GPUs")
 
 
 def launch(ns, cluster=None):

@@ -229,7 +229,7 @@ BAD_RUN_FLAGS = [
     (["--stall", "1", "distlib.examples.mpi_hello"], "--stall must be between 2 and"),
     (["--behind", "nan", "distlib.examples.mpi_hello"], "--behind must be between 2 and"),
     (["--link-gbit", "1", "distlib.examples.mpi_hello"], "--link-gbit needs --nodes"),
-    (["--nodes", "2", "-n", "3", "distlib.examples.mpi_hello"], "must be a multiple of --nodes (2), got 3"),
+    (["--nodes", "2", "-n", "3", "distlib.examples.mpi_hello"], "must be a positive multiple of --nodes (2), got 3"),
     (["--nodes", "0", "distlib.examples.mpi_hello"], "--nodes must be between 1 and 64, got 0"),
     (["--nodes", "2", "--engine", "nccl", "distlib.examples.mpi_hello"], "NCCL needs GPUs"),
     (["work.py"], "module must be a dotted module name"),

@@ -15,7 +15,7 @@ import sys
 from distlib import limits
 from distlib.bench.sweep import BadInput, _algorithms, _collective, _dtype, parse_size, rank_main
 from distlib.engines._processes import max_ranks  # also distlib.bench.max_ranks
-from distlib.limits import launch_problem
+from distlib.limits import cluster_problem, launch_problem
 
 __all__ = ["main"]
 
@@ -110,16 +110,9 @@ def _check_cli(ns) -> None:
     ranks = _ranks_of(ns)
     if ranks is not None and (ns.nodes is not None or ns.link_gbit is not None):
         nodes = 2 if ns.nodes is None else ns.nodes
-        problem = launch_problem(timeout=ns.timeout, nodes=nodes)
+        problem = cluster_problem(ranks=ranks, nodes=nodes, link_gbit=ns.link_gbit, engine=ns.engine)
         if problem:
             raise BadInput(problem)
-        if ranks < nodes or ranks % nodes:
-            raise BadInput(f"--ranks must be a positive multiple of --nodes ({nodes}), got {ranks}")
-        problem = launch_problem(timeout=ns.timeout, link_gbit=ns.link_gbit)
-        if problem:
-            raise BadInput(problem)
-        if ns.engine == "nccl":
-            raise BadInput("--nodes: the mini cluster runs CPU engines (--engine mpi or gloo); NCCL needs GPUs")
     if ranks is not None:
         most = max_ranks()
         if not 1 <= ranks <= most:
