@@ -178,8 +178,8 @@ def test_minicluster_run_slurm_runs_the_command_on_the_head_and_removes_everythi
     assert lines[2:4] == [" 2 node0", " 2 node1"], out.stdout
     assert "Slurm up in" in out.stderr and "links 1 Gbit/s per direction" in out.stderr
     after = set(os.listdir("/run/netns")) if Path("/run/netns").is_dir() else set()
-    assert after <= before
-    assert not [p for p in _daemons_of("dlmc-")]
+    assert not {n for n in after - before if n.startswith("dlmc-")}
+    assert not _daemons_of("dlmc-")
 
 
 def test_minicluster_run_sigterm_stops_the_command_and_removes_the_cluster():
@@ -282,8 +282,11 @@ def test_as_a_plain_user_a_clear_message_and_nothing_left():
 
 def test_minicluster_shell_is_a_login_node_to_type_on():
     typed = "hostname\nsrun -N2 -n2 hostname < /dev/null | sort\nexit 4\n"  # srun would read the rest of stdin
-    out = _cli("shell", "--nodes", "2", "--slurm", input=typed, timeout=120)
-    assert out.returncode == 4, out.stderr  # the shell's own exit status
-    assert out.stdout.split() == ["head", "node0", "node1"], out.stdout
-    assert "type exit (or Ctrl-D) to leave" in out.stderr
-    assert leftovers() == [] or all(not n.startswith("dlmc-") for n in leftovers())
+    proc = subprocess.Popen([PY, "-m", "distlib.minicluster", "shell", "--nodes", "2", "--slurm"], env=ENV,
+                            cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)  # fmt: skip
+    out, err = proc.communicate(typed, timeout=120)
+    assert proc.returncode == 4, err  # the shell's own exit status
+    assert out.split() == ["head", "node0", "node1"], out
+    assert "type exit (or Ctrl-D) to leave" in err
+    assert leftovers(owner=proc.pid) == [] and not _daemons_of(f"dlmc-{proc.pid}-")
