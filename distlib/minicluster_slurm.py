@@ -145,7 +145,11 @@ class Slurm:
         self._daemons: dict[str, subprocess.Popen] = {}
         self.seconds_to_start = 0.0
         self.cpus_per_node = cpus_per_node
-        self._start(cpus_per_node, timeout)
+        try:
+            self._start(cpus_per_node, timeout)
+        except BaseException:  # a daemon that did not come up: the others go too, now
+            self.stop()
+            raise
 
     # -- starting ---------------------------------------------------------------
     def _start(self, cpus_per_node: int, timeout: float) -> None:
