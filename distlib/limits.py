@@ -36,6 +36,19 @@ def _finite_in(value: float, low: float, high: float) -> bool:
     return isinstance(value, (int, float)) and math.isfinite(value) and low <= value <= high
 
 
+def _nodes_problem(nodes: int | None) -> str | None:
+    if nodes is not None and not 1 <= nodes <= MAX_NODES:
+        return f"--nodes must be between 1 and {MAX_NODES}, got {nodes}"
+    return None
+
+
+def _link_problem(link_gbit: float | None) -> str | None:
+    if link_gbit is not None and not _finite_in(link_gbit, *LINK_GBIT):
+        return (f"--link-gbit must be between {LINK_GBIT[0]:g} and {LINK_GBIT[1]:g} (Gbit/s per direction), "
+                f"got {link_gbit:g}")
+    return None
+
+
 def launch_problem(*, timeout: float, nodes: int | None = None, link_gbit: float | None = None,
                    stall: float | None = None, behind: float | None = None) -> str | None:
     """The first of these flags out of its range, as one line naming it and the range; ``None`` if all fit."""
@@ -44,12 +57,7 @@ def launch_problem(*, timeout: float, nodes: int | None = None, link_gbit: float
     for name, value in (("stall", stall), ("behind", behind)):
         if value is not None and not _finite_in(value, *WATCH_SECONDS):
             return f"--{name} must be between {WATCH_SECONDS[0]:g} and {WATCH_SECONDS[1]:g} seconds, got {value:g}"
-    if nodes is not None and not 1 <= nodes <= MAX_NODES:
-        return f"--nodes must be between 1 and {MAX_NODES}, got {nodes}"
-    if link_gbit is not None and not _finite_in(link_gbit, *LINK_GBIT):
-        return (f"--link-gbit must be between {LINK_GBIT[0]:g} and {LINK_GBIT[1]:g} (Gbit/s per direction), "
-                f"got {link_gbit:g}")
-    return None
+    return _nodes_problem(nodes) or _link_problem(link_gbit)
 
 
 def cluster_problem(*, ranks: int, nodes: int, link_gbit: float | None, engine: str,
@@ -61,13 +69,10 @@ def cluster_problem(*, ranks: int, nodes: int, link_gbit: float | None, engine: 
     >>> cluster_problem(ranks=4, nodes=2, link_gbit=1.0, engine="nccl")
     '--nodes: the mini cluster runs the CPU engines (--engine mpi or gloo); NCCL needs GPUs'
     """
-    if not 1 <= nodes <= MAX_NODES:
-        return f"--nodes must be between 1 and {MAX_NODES}, got {nodes}"
-    if ranks < nodes or ranks % nodes:
-        return f"{ranks_flag} must be a positive multiple of --nodes ({nodes}), got {ranks}"
-    if link_gbit is not None and not _finite_in(link_gbit, *LINK_GBIT):
-        return (f"--link-gbit must be between {LINK_GBIT[0]:g} and {LINK_GBIT[1]:g} (Gbit/s per direction), "
-                f"got {link_gbit:g}")
-    if engine == "nccl":
-        return "--nodes: the mini cluster runs the CPU engines (--engine mpi or gloo); NCCL needs GPUs"
-    return None
+    problem = _nodes_problem(nodes)
+    if problem is None and (ranks < nodes or ranks % nodes):
+        problem = f"{ranks_flag} must be a positive multiple of --nodes ({nodes}), got {ranks}"
+    problem = problem or _link_problem(link_gbit)
+    if problem is None and engine == "nccl":
+        problem = "--nodes: the mini cluster runs the CPU engines (--engine mpi or gloo); NCCL needs GPUs"
+    return problem

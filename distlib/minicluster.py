@@ -173,12 +173,11 @@ def _delete_netns(ip: str, name: str, *, patience: float = 5.0) -> None:
                 os.kill(int(pid), signal.SIGKILL)
             except (ProcessLookupError, ValueError, PermissionError):
                 pass
-        if not pids:
+        late = time.monotonic() > deadline
+        if not pids or late:  # late: delete anyway (what could not be killed keeps only the namespace itself)
             subprocess.run([ip, "netns", "delete", name], capture_output=True, text=True)
-            if not (_NETNS_DIR / name).exists():
+            if late or not (_NETNS_DIR / name).exists():
                 break
-        if time.monotonic() > deadline:
-            break
         time.sleep(0.05)
     shutil.rmtree(_ETC_NETNS / name, ignore_errors=True)
 

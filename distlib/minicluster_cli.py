@@ -64,8 +64,7 @@ def _check(ns, command: list) -> str | None:
     if not 1 <= ns.cpus_per_node <= 64:
         return f"--cpus-per-node must be between 1 and 64, got {ns.cpus_per_node}"
     timeout = ns.timeout if ns.timeout is not None else 3600.0
-    return (launch_problem(timeout=timeout, nodes=ns.nodes)
-            or launch_problem(timeout=timeout, link_gbit=ns.link_gbit))  # fmt: skip
+    return launch_problem(timeout=timeout, nodes=ns.nodes, link_gbit=ns.link_gbit)
 
 
 def _describe(cluster) -> str:
