@@ -40,6 +40,8 @@ import subprocess
 import time
 from pathlib import Path
 
+from .engines._processes import _kill_group
+
 __all__ = ["MPI_OVER_SLURM", "PARTITION", "Slurm", "SlurmUnavailable", "slurm_support"]
 
 PARTITION = "mini"
@@ -237,7 +239,7 @@ class Slurm:
         for name in order:
             proc = self._daemons.get(name)
             if proc is not None and proc.poll() is None:
-                _signal_group(proc, signal.SIGTERM)
+                _kill_group(proc.pid, signal.SIGTERM)
         deadline = time.monotonic() + 5
         for name in order:
             proc = self._daemons.get(name)
@@ -246,15 +248,8 @@ class Slurm:
             try:
                 proc.wait(timeout=max(0.1, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
-                _signal_group(proc, signal.SIGKILL)
+                _kill_group(proc.pid, signal.SIGKILL)
                 proc.wait(timeout=5)
-            _signal_group(proc, signal.SIGKILL)  # a slurmstepd left in the daemon's session
+            _kill_group(proc.pid, signal.SIGKILL)  # a slurmstepd left in the daemon's session
         self._daemons = {}
         shutil.rmtree(self.folder, ignore_errors=True)
-
-
-def _signal_group(proc: subprocess.Popen, sig: int) -> None:
-    try:
-        os.killpg(proc.pid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
