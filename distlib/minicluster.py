@@ -380,19 +380,24 @@ class MiniCluster:
         return subprocess.run([*self.prefix(which), *argv], capture_output=True, text=True, timeout=timeout,
                               env=None if env is None else {**os.environ, **env})  # fmt: skip
 
-    def login(self, argv, *, timeout: float | None = 60.0, check: bool = False, env=None,
-              capture: bool = True) -> subprocess.CompletedProcess:
-        """Run ``argv`` on the head node, as typed at a real cluster's login node (needs ``head=True``).
+    def login_command(self, argv, env=None) -> tuple[list, dict]:
+        """``(argv, environment)`` that run ``argv`` on the head node, as typed at a real cluster's login node.
 
         With Slurm up, the command finds it (``SLURM_CONF``) and MPICH sends
-        between nodes over TCP (``UCX_TLS=tcp,self``). ``capture=False``
-        leaves the output on this process's stdout and stderr.
+        between nodes over TCP (``UCX_TLS=tcp,self``); ``env`` is added on top.
+        Needs ``head=True`` (or ``slurm=True``).
         """
         if self.head is None:
             raise ValueError("this mini cluster has no head node: make it with head=True (or slurm=True)")
         extra = {**(self.slurm.env if self.slurm is not None else {}), **(env or {})}
-        return subprocess.run([*self.enter(self.head), *argv], capture_output=capture, text=True, timeout=timeout,
-                              check=check, env={**os.environ, **extra}, stdin=subprocess.DEVNULL if capture else None)
+        return [*self.enter(self.head), *argv], {**os.environ, **extra}
+
+    def login(self, argv, *, timeout: float | None = 60.0, check: bool = False,
+              env=None) -> subprocess.CompletedProcess:
+        """Run ``argv`` on the head node (:meth:`login_command`) and wait for it, its output captured as text."""
+        command, full_env = self.login_command(argv, env)
+        return subprocess.run(command, capture_output=True, text=True, timeout=timeout, check=check, env=full_env,
+                              stdin=subprocess.DEVNULL)  # fmt: skip
 
     def link_bytes(self, which) -> LinkBytes:
         """Bytes sent and received over a node's link so far (tc's ``tbf`` counters, so headers included)."""

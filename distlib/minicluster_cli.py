@@ -26,6 +26,7 @@ import subprocess
 import sys
 import time
 
+from distlib.engines._processes import STOP_GRACE, _kill_group, _Signalled, _stop_on_signals
 from distlib.limits import launch_problem
 
 PROG = "python -m distlib.minicluster"  # the name readers type (it execs this module)
@@ -77,12 +78,6 @@ def _describe(cluster) -> str:
     return text
 
 
-class _Stop(Exception):
-    def __init__(self, signum: int):
-        super().__init__(signum)
-        self.signum = signum
-
-
 def _watch(cluster, proc: subprocess.Popen, timeout: float | None, group: bool) -> int:
     """Wait for the command; stop it (and say why) on a dead daemon or the timeout. Its exit status, or ours."""
     deadline = None if timeout is None else time.monotonic() + timeout
@@ -103,22 +98,25 @@ def _watch(cluster, proc: subprocess.Popen, timeout: float | None, group: bool) 
             return EXIT_TIMED_OUT
 
 
-def _stop(proc: subprocess.Popen, group: bool, sig: int = signal.SIGTERM) -> None:
+def _stop(proc: subprocess.Popen, group: bool) -> None:
     """SIGTERM to the command (its process group when it has one), SIGKILL 2 s later if it is still there."""
     if proc.poll() is not None:
         return
+    _kill_group(proc.pid, signal.SIGTERM) if group else proc.send_signal(signal.SIGTERM)
     try:
-        os.killpg(proc.pid, sig) if group else proc.send_signal(sig)
-    except ProcessLookupError:
-        return
-    try:
-        proc.wait(timeout=2)
+        proc.wait(timeout=STOP_GRACE)
     except subprocess.TimeoutExpired:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL) if group else proc.kill()
-        except ProcessLookupError:
-            pass
+        _kill_group(proc.pid, signal.SIGKILL) if group else proc.kill()
         proc.wait(timeout=5)
+
+
+def _interrupted(exc: BaseException, proc, group: bool, *, removed: str) -> int:
+    """Ctrl-C or a stop signal: the command stopped first, one line, and 128 + the signal's number."""
+    signum = exc.signum if isinstance(exc, _Signalled) else signal.SIGINT
+    if proc is not None:
+        _stop(proc, group)
+    print(f"{PROG}: stopped by {signal.Signals(signum).name}: {removed}", file=sys.stderr, flush=True)
+    return 128 + signum
 
 
 def main(argv=None) -> int:
@@ -139,44 +137,29 @@ def main(argv=None) -> int:
     if interactive:
         command = [os.environ.get("SHELL") or "/bin/bash", "-i"]
     timeout = ns.timeout if ns.timeout is not None or interactive else 3600.0
-
-    def on_signal(signum, frame):
-        raise _Stop(signum)
-
-    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGHUP)}
     proc = None
     try:
-        with mini_cluster(ns.nodes, link_gbit=ns.link_gbit, head=True, slurm=ns.slurm,
-                          cpus_per_node=ns.cpus_per_node) as cluster:  # fmt: skip
-            signal.signal(signal.SIGTERM, on_signal)  # ours, not mini_cluster's SystemExit: the command goes first
+        with _stop_on_signals(), mini_cluster(ns.nodes, link_gbit=ns.link_gbit, head=True, slurm=ns.slurm,
+                                              cpus_per_node=ns.cpus_per_node) as cluster:  # fmt: skip
             print(_describe(cluster), file=sys.stderr, flush=True)
             if interactive:
                 print(f"{PROG}: type exit (or Ctrl-D) to leave; the cluster is removed then", file=sys.stderr,
                       flush=True)  # fmt: skip
-            env = {**os.environ, **(cluster.slurm.env if cluster.slurm is not None else {}), "PS1": r"\u@\h:\w\$ "}
-            # the shell keeps the terminal (no session of its own); a command gets its own process group
-            proc = subprocess.Popen([*cluster.enter(cluster.head), *command], env=env,
-                                    start_new_session=not interactive)  # fmt: skip
-            try:
-                return _watch(cluster, proc, timeout, group=not interactive)
-            except (KeyboardInterrupt, _Stop) as exc:
-                signum = exc.signum if isinstance(exc, _Stop) else signal.SIGINT
-                _stop(proc, not interactive)
-                print(f"{PROG}: stopped by {signal.Signals(signum).name}: the command was stopped and the cluster "
-                      "removed", file=sys.stderr, flush=True)  # fmt: skip
-                return 128 + signum
+            argv, env = cluster.login_command(command, {"PS1": r"\u@\h:\w\$ "})
+            # ours again, not mini_cluster's SystemExit for SIGTERM: the command is stopped before the cluster goes
+            with _stop_on_signals():
+                # the shell keeps the terminal (no session of its own); a command gets its own process group
+                proc = subprocess.Popen(argv, env=env, start_new_session=not interactive)
+                try:
+                    return _watch(cluster, proc, timeout, group=not interactive)
+                except (KeyboardInterrupt, _Signalled) as exc:
+                    return _interrupted(exc, proc, not interactive,
+                                        removed="the command was stopped and the cluster removed")
     except MiniClusterUnavailable as exc:
         print(f"{PROG}: cannot make a mini cluster here: {exc}", file=sys.stderr)
         return 2
-    except (KeyboardInterrupt, _Stop) as exc:  # while the cluster was being made or removed
-        signum = exc.signum if isinstance(exc, _Stop) else signal.SIGINT
-        if proc is not None:
-            _stop(proc, not interactive)
-        print(f"{PROG}: stopped by {signal.Signals(signum).name}; the cluster was removed", file=sys.stderr)
-        return 128 + signum
-    finally:
-        for s, handler in previous.items():
-            signal.signal(s, handler)
+    except (KeyboardInterrupt, _Signalled) as exc:  # while the cluster was being made or removed
+        return _interrupted(exc, proc, not interactive, removed="the cluster was removed")
 
 
 if __name__ == "__main__":  # pragma: no cover
