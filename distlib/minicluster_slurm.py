@@ -170,7 +170,7 @@ class Slurm:
         self._spawn("munged", head + [_which("munged"), "-F", "-f", f"--key-file={key}", f"--socket={socket}",
                                       f"--pid-file={folder / 'munged.pid'}", f"--log-file={folder / 'munged.log'}",
                                       f"--seed-file={folder / 'munged.seed'}"])  # fmt: skip
-        self._wait_for(lambda: socket.exists(), "munged", timeout, t0)
+        self._wait_for(socket.exists, "munged", timeout, t0)
         self._spawn("slurmctld", head + [_which("slurmctld"), "-D", "-i", "-f", str(self.conf)])
         for node in cluster.nodes:
             self._spawn(f"slurmd on {node.hostname}",

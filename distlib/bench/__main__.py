@@ -12,10 +12,9 @@ import math
 import os
 import sys
 
-from distlib import limits
 from distlib.bench.sweep import BadInput, _algorithms, _collective, _dtype, parse_size, rank_main
 from distlib.engines._processes import max_ranks  # also distlib.bench.max_ranks
-from distlib.limits import cluster_problem, launch_problem
+from distlib.limits import MAX_TIMEOUT, cluster_problem, launch_problem  # one table of bounds
 
 __all__ = ["main"]
 
@@ -59,7 +58,6 @@ def _parser() -> argparse.ArgumentParser:
 MAX_SIZES = 200
 """At most this many sizes in one sweep (``-b``, ``-e``, ``-f``): nccl-tests' doubling from 8 B to 64 GiB is 34."""
 MAX_ITERS = 100_000
-MAX_TIMEOUT = limits.MAX_TIMEOUT  # one table: distlib.limits
 RANK_MEMORY = {"mpi": 80 * 2**20, "gloo": 400 * 2**20, "nccl": 400 * 2**20}
 """What one rank needs before its buffers (an interpreter with NumPy; with torch), measured here with ``ps``."""
 BUFFERS_PER_RANK = 4
