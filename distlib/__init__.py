@@ -47,6 +47,9 @@ from .overlap import (Event, OverlapTimeline, overlap_timeline, overlap_speedup_
                       DDP_BUCKET_BYTES, DDP_FIRST_BUCKET_BYTES)
 from .measure_overlap import DDPComparison, compare_ddp, fit_allreduce, parse_json_line
 
+# Part IV: parallel training
+from .pipeline_schedule import PIPELINE_SCHEDULES, PipelineEvent, PipelineSchedule, pipeline_schedule
+
 # units, shown numbers and notebook helpers
 from .units import gbit_to_bytes_per_s, bytes_per_s_to_gbit
 from .fmt import Text, si, fmt_bytes, fmt_seconds, fmt_rate, fmt_flops, fmt_share
@@ -55,14 +58,14 @@ from .notebook import glue, in_colab
 # The contract: what chapters, tests and outside checks call through `import distlib as dl`.
 # Keep every name and its meaning; where one moves, re-export it here under the same name.
 # It is ../shared/API.md's names (less those of Part IV not written yet: transformer, layout_step,
-# plan_layouts, pipeline_schedule, activation_bytes_per_layer) and every `dl.X` and `from distlib
+# plan_layouts, activation_bytes_per_layer) and every `dl.X` and `from distlib
 # import X` of the chapters (their code and prose), the book's pages and scripts/gpu_check.sh.
 # tests/test_layers.py checks that each is exported and that the chapters use no other.
 CONTRACT = (
     # ../shared/API.md
     "simulate_ring_allreduce", "ring_bytes_per_rank", "collective_time", "bus_bandwidth", "fit_alpha_beta",
     "training_flops", "model_state_bytes", "accelerator", "topology", "overlap_timeline", "gpu_cluster",
-    "predict_busbw",
+    "predict_busbw", "pipeline_schedule",
     # the chapters, in the order they first call them
     "glue", "ring_allreduce_time", "fmt_seconds", "cluster_step", "fmt_flops", "fmt_rate", "fmt_bytes",
     "balance_tokens",
@@ -120,6 +123,8 @@ __all__ = [
     "BucketSweep", "bucket_sweep", "bucket_timeline", "gradient_profile", "cg_iteration_time", "DDP_BUCKET_BYTES",
     "DDP_FIRST_BUCKET_BYTES",
     "DDPComparison", "compare_ddp", "fit_allreduce", "parse_json_line",
+    # pipeline_schedule
+    "PIPELINE_SCHEDULES", "PipelineEvent", "PipelineSchedule", "pipeline_schedule",
     # units, fmt, notebook
     "gbit_to_bytes_per_s", "bytes_per_s_to_gbit",
     "Text", "si", "fmt_bytes", "fmt_seconds", "fmt_rate", "fmt_flops", "fmt_share",

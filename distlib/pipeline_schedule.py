@@ -1,0 +1,346 @@
+"""Pipeline-parallel schedules (GPipe, 1F1B, interleaved 1F1B), simulated op by op.
+
+A model cut into ``p`` stages runs ``m`` microbatches through them. Each stage
+runs its forward (``F``) and backward (``B``) ops in the order its schedule
+gives; an op starts when its stage is free and its input has arrived from the
+neighbouring stage (communication is free). :func:`pipeline_schedule` plays
+that timeline out and reads every figure off the ops it placed; the closed
+forms below are what the tests check it against, never what it returns.
+
+Schedules
+---------
+* ``"gpipe"`` (Huang et al. 2019, "GPipe: Efficient Training of Giant
+  Neural Networks using Pipeline Parallelism"): every stage runs all ``m``
+  forwards, then all ``m`` backwards (last microbatch first, as in the
+  paper's Figure 2).
+* ``"1f1b"`` (PipeDream-Flush; Narayanan et al. 2021, "Efficient Large-Scale
+  Language Model Training on GPU Clusters Using Megatron-LM", section 2.2.1):
+  stage ``s`` (0-based) runs ``min(p - s - 1, m)`` warm-up forwards, then
+  alternates one forward and one backward, then drains the backwards left.
+  The warm-up count is Megatron-LM's ``forward_backward_pipelining_without_interleaving``.
+* ``"interleaved"`` (the same paper, section 2.2.2): each stage holds ``v``
+  model chunks (``chunks``), stage ``s`` chunk ``c`` being virtual stage
+  ``c p + s``; one chunk's forward takes ``forward_time / v``. Forwards go in
+  groups of ``p`` microbatches through chunk 0, then the same group through
+  chunk 1, ...; backwards visit the chunks in reverse. Stage ``s`` warms up
+  with ``min(2 (p - s - 1) + (v - 1) p, m v)`` chunk-forwards, then runs 1F1B
+  on chunks. Order and warm-up count are Megatron-LM's
+  ``forward_backward_pipelining_with_interleaving`` (its default group of
+  ``p`` microbatches), which needs ``m`` to be a multiple of ``p``.
+
+Closed forms (equal stages, ``tf`` and ``tb`` one stage's forward and backward)
+-------------------------------------------------------------------------------
+Every stage does ``m (tf + tb)`` of work, the *ideal step*. What is left of
+the iteration time on a stage is its bubble. Two ways of quoting it are in
+use, and they differ:
+
+* **Fraction of the whole step** (GPipe's ``(p-1)/(m+p-1)``):
+  ``bubble_fraction`` = idle stage-time / (``p`` x iteration time).
+* **Ratio to the ideal step** (Narayanan's ``(p-1)/m``): ``bubble_ratio`` =
+  bubble time / ``m (tf + tb)``.
+
+GPipe and 1F1B: iteration time ``(m + p - 1)(tf + tb)``, bubble time
+``(p - 1)(tf + tb)``; fraction of the whole step ``(p - 1)/(m + p - 1)``,
+ratio to the ideal step ``(p - 1)/m``. They differ in memory: GPipe holds
+``m`` microbatches' activations on every stage, 1F1B holds ``min(p - s, m)``
+on stage ``s``. Interleaved with ``v`` chunks: bubble time
+``(p - 1)(tf + tb)/v``, ratio to the ideal step ``(p - 1)/(v m)``, fraction
+of the whole step ``(p - 1)/(v m + p - 1)``; stage 0 holds
+``p + (p - 1)/v`` microbatches' activations when ``m >= 2p`` (the factor
+``1 + (p - 1)/(p v)`` of Korthikanti et al. 2022, section 4.2.3).
+
+Why not chapter 8's :class:`distlib.overlap_schedule.Event`: it names a layer
+or a message on one rank's compute and communication rows, and has no stage,
+microbatch or chunk; a pipeline op needs all three, so it is a
+:class:`PipelineEvent` of its own. :class:`~distlib.overlap_schedule.OverlapTimeline`
+is one rank's step, not ``p`` stages', so it does not fit either.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import NamedTuple
+
+from ._check import check_choice, check_int, check_real
+
+__all__ = ["PIPELINE_SCHEDULES", "MAX_PIPELINE_OPS", "PipelineEvent", "PipelineSchedule", "pipeline_schedule"]
+
+#: The schedules :func:`pipeline_schedule` simulates.
+PIPELINE_SCHEDULES = ("gpipe", "1f1b", "interleaved")
+#: The most forward and backward ops one simulation places (``2 p m v``), so a typo cannot hang a kernel.
+MAX_PIPELINE_OPS = 1_000_000
+
+FORWARD, BACKWARD = "F", "B"
+
+
+class PipelineEvent(NamedTuple):
+    """One forward or backward op of one microbatch through one model chunk of one stage.
+
+    ``stage`` and ``chunk`` are 0-based (``chunk`` is 0 but for the
+    interleaved schedule); ``kind`` is ``"F"`` or ``"B"``; ``start`` and
+    ``end`` are seconds from the start of the step.
+    """
+
+    stage: int
+    microbatch: int
+    chunk: int
+    kind: str
+    start: float
+    end: float
+
+    @property
+    def duration(self) -> float:
+        return self.end - self.start
+
+
+@dataclass(frozen=True)
+class PipelineSchedule:
+    """One training step of a pipeline: every op of every stage on a time axis.
+
+    Every figure is read off ``events``. Two bubble figures, which differ:
+    ``bubble_fraction`` is a fraction of the whole step (GPipe's
+    definition), ``bubble_ratio`` is relative to the ideal step (Narayanan's).
+
+    Attributes
+    ----------
+    kind : str
+        ``"gpipe"``, ``"1f1b"`` or ``"interleaved"``.
+    stages, microbatches, chunks : int
+        ``p``, ``m`` and ``v`` (model chunks per stage, 1 but for interleaved).
+    forward_time, backward_time : float
+        One stage's forward and backward for one microbatch (all its chunks), s.
+    events : tuple of PipelineEvent
+        Every op, ordered by start time, then stage.
+    peak_chunks_in_flight : tuple of int
+        Per stage, the most chunk-activations held at once: one is held from
+        its chunk-forward's start to its chunk-backward's end.
+    """
+
+    kind: str
+    stages: int
+    microbatches: int
+    chunks: int
+    forward_time: float
+    backward_time: float
+    events: tuple
+    peak_chunks_in_flight: tuple
+
+    @property
+    def iteration_time(self) -> float:
+        """When the last op of the step ends (s)."""
+        return max(e.end for e in self.events)
+
+    @property
+    def busy_time(self) -> tuple:
+        """Per stage, the seconds it computes: ``m (tf + tb)`` on every stage."""
+        busy = [[] for _ in range(self.stages)]
+        for e in self.events:
+            busy[e.stage].append(e.duration)
+        return tuple(math.fsum(b) for b in busy)
+
+    @property
+    def idle_time(self) -> tuple:
+        """Per stage, the seconds of the step it waits: its bubble."""
+        return tuple(self.iteration_time - b for b in self.busy_time)
+
+    @property
+    def bubble_time(self) -> float:
+        """Idle seconds of one stage, averaged over the stages (every stage idles as long)."""
+        return math.fsum(self.idle_time) / self.stages
+
+    @property
+    def bubble_fraction(self) -> float:
+        """Idle stage-time over ``stages`` x ``iteration_time``: a fraction of the whole step.
+
+        GPipe's definition: ``(p - 1)/(m + p - 1)`` for GPipe and 1F1B.
+        """
+        return math.fsum(self.idle_time) / (self.stages * self.iteration_time)
+
+    @property
+    def bubble_ratio(self) -> float:
+        """Bubble time over one stage's work ``m (tf + tb)``: relative to the ideal step.
+
+        Narayanan et al.'s definition: ``(p - 1)/m`` for GPipe and 1F1B,
+        ``(p - 1)/(v m)`` interleaved.
+        """
+        return self.bubble_time * self.stages / math.fsum(self.busy_time)
+
+    @property
+    def peak_in_flight(self) -> tuple:
+        """Per stage, the most microbatches whose activations it holds at once.
+
+        Counted in microbatches: chunk-activations over ``chunks``, so a
+        stage holding chunk 0 of three microbatches and chunk 1 of two holds
+        ``5 / 2 = 2.5`` (floats, whole numbers but for interleaved).
+        """
+        return tuple(n / self.chunks for n in self.peak_chunks_in_flight)
+
+    def stage_events(self, stage: int) -> tuple:
+        """The ops of one stage, in the order it runs them."""
+        stage = check_int("stage", stage, minimum=0, maximum=self.stages - 1)
+        return tuple(e for e in self.events if e.stage == stage)
+
+
+# ---------------------------------------------------------------------------
+# each stage's order of ops: (kind, microbatch, chunk)
+
+
+def _one_f_one_b(forwards: list, warmup: int) -> list:
+    """``warmup`` forwards, then forward-backward pairs, then the backwards left.
+
+    ``forwards`` lists ``(microbatch, chunk)`` in forward order; the
+    backwards visit the same microbatches, chunks reversed.
+    """
+    chunks = 1 + max(c for _, c in forwards)
+    backwards = [(mb, chunks - 1 - c) for mb, c in forwards]
+    order = [(FORWARD, *op) for op in forwards[:warmup]]
+    for f, b in zip(forwards[warmup:], backwards):
+        order += [(FORWARD, *f), (BACKWARD, *b)]
+    order += [(BACKWARD, *op) for op in backwards[len(forwards) - warmup:]]
+    return order
+
+
+def _interleaved_forwards(p: int, m: int, v: int) -> list:
+    """Megatron's forward order on every stage: ``p`` microbatches through chunk 0, the same through chunk 1, ..."""
+    out = []
+    for k in range(m * v):
+        group, r = divmod(k, p * v)
+        out.append((group * p + r % p, r // p))
+    return out
+
+
+def _stage_order(kind: str, p: int, m: int, v: int, s: int) -> list:
+    if kind == "gpipe":
+        return [(FORWARD, j, 0) for j in range(m)] + [(BACKWARD, j, 0) for j in reversed(range(m))]
+    if kind == "1f1b":
+        return _one_f_one_b([(j, 0) for j in range(m)], min(p - s - 1, m))
+    warmup = min(2 * (p - s - 1) + (v - 1) * p, m * v)
+    return _one_f_one_b(_interleaved_forwards(p, m, v), warmup)
+
+
+# ---------------------------------------------------------------------------
+# the simulation
+
+
+def _input_of(kind: str, mb: int, u: int, virtual: int):
+    """The op whose output this op needs, as ``(kind, microbatch, virtual stage)``; None for the first forward."""
+    if kind == FORWARD:
+        return (FORWARD, mb, u - 1) if u > 0 else None
+    return (BACKWARD, mb, u + 1) if u < virtual - 1 else (FORWARD, mb, u)
+
+
+def _simulate(orders: list, p: int, v: int, tf: float, tb: float) -> list:
+    """Place every op: start = max(stage free, input arrived). Raises if the orders deadlock."""
+    ends, free, nxt, events = {}, [0.0] * p, [0] * p, []
+    left = sum(len(o) for o in orders)
+    while left:
+        placed = 0
+        for s, order in enumerate(orders):
+            while nxt[s] < len(order):
+                kind, mb, c = order[nxt[s]]
+                u = c * p + s
+                dep = _input_of(kind, mb, u, p * v)
+                if dep is not None and dep not in ends:
+                    break
+                start = max(free[s], ends[dep]) if dep is not None else free[s]
+                free[s] = ends[(kind, mb, u)] = start + (tf if kind == FORWARD else tb)
+                events.append(PipelineEvent(s, mb, c, kind, start, free[s]))
+                nxt[s] += 1
+                placed += 1
+        if not placed:
+            raise RuntimeError("the pipeline schedule deadlocked: every stage waits for another")
+        left -= placed
+    return sorted(events, key=lambda e: (e.start, e.stage))
+
+
+def _peak_held(order: list) -> int:
+    """The most chunk-activations a stage holds at once: +1 at each forward, -1 at each backward."""
+    held = peak = 0
+    for kind, _, _ in order:
+        held += 1 if kind == FORWARD else -1
+        peak = max(peak, held)
+    return peak
+
+
+def _check_chunks(kind: str, stages: int, microbatches: int, chunks) -> int:
+    if kind != "interleaved":
+        chunks = check_int("chunks", chunks, minimum=1)
+        if chunks != 1:
+            raise ValueError(f"chunks must be 1 for kind {kind!r} (model chunks are for 'interleaved'), got {chunks}")
+        return chunks
+    chunks = check_int("chunks", chunks, minimum=2)
+    if microbatches % stages:
+        raise ValueError(f"microbatches must be a multiple of stages ({stages}) for the interleaved schedule, "
+                         f"as Megatron-LM requires; got {microbatches}")
+    return chunks
+
+
+def pipeline_schedule(kind, stages, microbatches, *, forward_time, backward_time, chunks=1) -> PipelineSchedule:
+    """Simulate one step of a pipeline schedule, op by op.
+
+    Parameters
+    ----------
+    kind : {"gpipe", "1f1b", "interleaved"}
+        The schedule (see the module's docstring for each one's order).
+    stages : int
+        ``p``, pipeline stages (>= 1).
+    microbatches : int
+        ``m``, microbatches per step (>= 1; a multiple of ``p`` for interleaved).
+    forward_time, backward_time : float
+        One stage's forward and backward time for one microbatch, all its
+        chunks together, seconds (> 0). One chunk's forward is
+        ``forward_time / chunks``.
+    chunks : int
+        ``v``, model chunks per stage: 1 for ``"gpipe"`` and ``"1f1b"``, at
+        least 2 for ``"interleaved"``.
+
+    Returns
+    -------
+    PipelineSchedule
+        ``.iteration_time``, ``.bubble_fraction`` (of the whole step),
+        ``.bubble_ratio`` (to the ideal step), ``.peak_in_flight`` and ``.events``.
+
+    Raises
+    ------
+    ValueError, TypeError
+        A bad argument, named with its range.
+
+    Examples
+    --------
+    GPipe, 4 stages, 8 microbatches, 1 s forward and 2 s backward: the step
+    takes ``(m + p - 1)(tf + tb) = 11 x 3`` s; the bubble is ``(p-1)/(m+p-1)``
+    of the whole step, or ``(p-1)/m`` of the ideal step ``m (tf + tb)``:
+
+    >>> r = pipeline_schedule("gpipe", 4, 8, forward_time=1.0, backward_time=2.0)
+    >>> r.iteration_time, round(r.bubble_fraction, 6) == round(3 / 11, 6), r.bubble_ratio
+    (33.0, True, 0.375)
+    >>> r.peak_in_flight                    # GPipe holds all m on every stage
+    (8.0, 8.0, 8.0, 8.0)
+
+    1F1B takes as long, and stage ``s`` holds ``min(p - s, m)``:
+
+    >>> r = pipeline_schedule("1f1b", 4, 8, forward_time=1.0, backward_time=2.0)
+    >>> r.iteration_time, r.bubble_ratio, r.peak_in_flight
+    (33.0, 0.375, (4.0, 3.0, 2.0, 1.0))
+
+    Two chunks per stage halve the bubble, ``(p-1)(tf+tb)/v = 4.5`` s, a ratio
+    ``(p-1)/(v m)`` to the ideal step; stage 0 holds ``p + (p-1)/v``:
+
+    >>> r = pipeline_schedule("interleaved", 4, 8, forward_time=1.0, backward_time=2.0, chunks=2)
+    >>> r.iteration_time, r.bubble_time, r.bubble_ratio, r.peak_in_flight
+    (28.5, 4.5, 0.1875, (5.5, 4.5, 3.5, 2.5))
+    """
+    kind = check_choice("kind", kind, PIPELINE_SCHEDULES)
+    p = check_int("stages", stages, minimum=1)
+    m = check_int("microbatches", microbatches, minimum=1)
+    tf = check_real("forward_time", forward_time, minimum=0, strict_min=True)
+    tb = check_real("backward_time", backward_time, minimum=0, strict_min=True)
+    v = _check_chunks(kind, p, m, chunks)
+    if 2 * p * m * v > MAX_PIPELINE_OPS:
+        raise ValueError(f"stages * microbatches * chunks must be at most {MAX_PIPELINE_OPS // 2} "
+                         f"(2 ops each), got {p * m * v}")
+    orders = [_stage_order(kind, p, m, v, s) for s in range(p)]
+    events = _simulate(orders, p, v, tf / v, tb / v)
+    return PipelineSchedule(kind=kind, stages=p, microbatches=m, chunks=v, forward_time=tf, backward_time=tb,
+                            events=tuple(events), peak_chunks_in_flight=tuple(_peak_held(o) for o in orders))

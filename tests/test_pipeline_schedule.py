@@ -1,0 +1,188 @@
+"""Pipeline schedules: the simulated timeline against the papers' closed forms.
+
+GPipe (Huang et al. 2019) and 1F1B (PipeDream-Flush, Narayanan et al. 2021):
+iteration time ``(m + p - 1)(tf + tb)``, a bubble of ``(p - 1)/(m + p - 1)``
+of the whole step and ``(p - 1)/m`` of the ideal step. Interleaved 1F1B with
+``v`` chunks (Narayanan et al. 2021, section 2.2.2): bubble time
+``(p - 1)(tf + tb)/v``, ``(p - 1)/(v m)`` of the ideal step.
+"""
+
+import math
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import distlib as dl
+from distlib.pipeline_schedule import MAX_PIPELINE_OPS, PIPELINE_SCHEDULES, PipelineEvent
+
+stage_time = st.floats(min_value=0.01, max_value=10.0, allow_nan=False, allow_infinity=False)
+FAST = settings(max_examples=40, deadline=None)
+
+
+def close(a, b):
+    return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)
+
+
+def run(kind, p, m, tf=1.0, tb=2.0, v=1):
+    return dl.pipeline_schedule(kind, p, m, forward_time=tf, backward_time=tb, chunks=v)
+
+
+@st.composite
+def plain(draw):
+    return draw(st.sampled_from(["gpipe", "1f1b"])), draw(st.integers(1, 8)), draw(st.integers(1, 24))
+
+
+@st.composite
+def interleaved(draw):
+    p = draw(st.integers(1, 6))
+    return p, p * draw(st.integers(1, 4)), draw(st.integers(2, 4))
+
+
+# --- one worked case: p = 4, m = 8, tf = 1 s, tb = 2 s -------------------
+
+
+@pytest.mark.parametrize("kind, v, time, peak", [
+    ("gpipe", 1, 33.0, (8, 8, 8, 8)),
+    ("1f1b", 1, 33.0, (4, 3, 2, 1)),
+    ("interleaved", 2, 28.5, (5.5, 4.5, 3.5, 2.5)),
+])
+def test_four_stages_eight_microbatches(kind, v, time, peak):
+    r = run(kind, 4, 8, v=v)
+    assert r.iteration_time == time
+    assert r.peak_in_flight == peak
+    assert close(r.bubble_time, time - 24)                  # every stage works m (tf + tb) = 24 s
+    assert close(r.bubble_ratio, (time - 24) / 24)          # relative to the ideal step
+    assert close(r.bubble_fraction, (time - 24) / time)     # of the whole step
+    assert len(r.events) == 2 * 4 * 8 * v
+    assert {e.kind for e in r.events} == {"F", "B"}
+
+
+def test_the_schedules_run_their_papers_orders():
+    gpipe = [(e.kind, e.microbatch) for e in run("gpipe", 2, 3).stage_events(0)]
+    assert gpipe == [("F", 0), ("F", 1), ("F", 2), ("B", 2), ("B", 1), ("B", 0)]
+    # 1F1B, stage 0 of 3: p - s - 1 = 2 warm-up forwards, then one forward, one backward
+    one = [(e.kind, e.microbatch) for e in run("1f1b", 3, 4).stage_events(0)]
+    assert one == [("F", 0), ("F", 1), ("F", 2), ("B", 0), ("F", 3), ("B", 1), ("B", 2), ("B", 3)]
+    # interleaved, p = 2, v = 2: microbatches 0, 1 through chunk 0, then chunk 1; backwards chunk 1 first
+    last = [(e.kind, e.microbatch, e.chunk) for e in run("interleaved", 2, 2, v=2).stage_events(1)]
+    assert last[:3] == [("F", 0, 0), ("F", 1, 0), ("F", 0, 1)]  # warm-up (v - 1) p = 2, then 1F1B
+    assert last[3] == ("B", 0, 1)
+
+
+# --- closed forms, for many (p, m) ----------------------------------------
+
+
+@FAST
+@given(plain(), stage_time, stage_time)
+def test_gpipe_and_1f1b_take_m_plus_p_minus_1_slots(case, tf, tb):
+    kind, p, m = case
+    r = run(kind, p, m, tf, tb)
+    assert close(r.iteration_time, (m + p - 1) * (tf + tb))
+    assert close(r.bubble_time, (p - 1) * (tf + tb))
+    assert close(r.bubble_fraction, (p - 1) / (m + p - 1))   # GPipe: a fraction of the whole step
+    assert close(r.bubble_ratio, (p - 1) / m)                # Narayanan: relative to the ideal step
+    assert all(close(b, m * (tf + tb)) for b in r.busy_time)
+
+
+@FAST
+@given(plain())
+def test_gpipe_holds_every_microbatch_1f1b_at_most_p_minus_s(case):
+    kind, p, m = case
+    r = run(kind, p, m)
+    want = [m] * p if kind == "gpipe" else [min(p - s, m) for s in range(p)]
+    assert r.peak_in_flight == tuple(want)
+    assert r.peak_chunks_in_flight == tuple(want)
+
+
+@FAST
+@given(interleaved(), stage_time, stage_time)
+def test_interleaving_divides_the_bubble_by_the_chunks(case, tf, tb):
+    p, m, v = case
+    r = run("interleaved", p, m, tf, tb, v)
+    assert close(r.bubble_time, (p - 1) * (tf + tb) / v)
+    assert close(r.iteration_time, m * (tf + tb) + (p - 1) * (tf + tb) / v)
+    assert close(r.bubble_ratio, (p - 1) / (v * m))                 # relative to the ideal step
+    assert close(r.bubble_fraction, (p - 1) / (v * m + p - 1))      # of the whole step
+    one_chunk = run("1f1b", p, m, tf, tb)
+    assert r.iteration_time <= one_chunk.iteration_time * (1 + 1e-12)
+
+
+@FAST
+@given(interleaved())
+def test_interleaving_holds_its_warmup_plus_one_chunk(case):
+    p, m, v = case
+    r = run("interleaved", p, m, v=v)
+    want = [min(2 * (p - s - 1) + (v - 1) * p + 1, m * v) for s in range(p)]
+    assert r.peak_chunks_in_flight == tuple(want)
+    assert all(close(x, n / v) for x, n in zip(r.peak_in_flight, want))
+    if m >= 2 * p:  # Korthikanti et al. 2022: the first stage holds 1 + (p - 1)/(p v) times 1F1B's p
+        assert close(r.peak_in_flight[0], p * (1 + (p - 1) / (p * v)))
+
+
+# --- the laws of any timeline ----------------------------------------------
+
+
+@st.composite
+def any_schedule(draw):
+    kind = draw(st.sampled_from(PIPELINE_SCHEDULES))
+    if kind == "interleaved":
+        p, m, v = draw(interleaved())
+    else:
+        (kind, p, m), v = draw(plain()), 1
+    return kind, p, m, v
+
+
+@FAST
+@given(any_schedule(), stage_time, stage_time)
+def test_inputs_arrive_before_an_op_starts_and_a_stage_runs_one_op_at_a_time(case, tf, tb):
+    kind, p, m, v = case
+    r = run(kind, p, m, tf, tb, v)
+    at = {(e.kind, e.microbatch, e.chunk * p + e.stage): e for e in r.events}
+    assert len(at) == len(r.events) == 2 * p * m * v       # every op once
+    last = p * v - 1
+    for (kind_, mb, u), e in at.items():
+        assert close(e.duration, (tf if kind_ == "F" else tb) / v)
+        if kind_ == "F" and u > 0:                          # F on stage s+1 after F on stage s
+            assert e.start >= at[("F", mb, u - 1)].end
+        if kind_ == "B":                                    # B in reverse, after the last forward
+            before = at[("B", mb, u + 1)] if u < last else at[("F", mb, last)]
+            assert e.start >= before.end
+    for s in range(p):
+        ops = r.stage_events(s)
+        assert all(a.end <= b.start for a, b in zip(ops, ops[1:]))
+    assert isinstance(r.events[0], PipelineEvent) and r.events[0].start == 0.0
+
+
+def test_one_stage_has_no_bubble():
+    for kind, v in [("gpipe", 1), ("1f1b", 1), ("interleaved", 3)]:
+        r = run(kind, 1, 5, v=v)
+        assert close(r.iteration_time, 15.0)  # 5 x (1 + 2) s, one op after another
+        assert abs(r.bubble_fraction) < 1e-12 and abs(r.bubble_ratio) < 1e-12
+
+
+# --- bad input ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("args, kwargs, error, message", [
+    (("pipedream", 4, 8), {}, ValueError, "kind must be one of 'gpipe', '1f1b', 'interleaved'"),
+    (("1f1b", 0, 8), {}, ValueError, "stages must be an integer >= 1, got 0"),
+    (("1f1b", 2.5, 8), {}, TypeError, "stages must be an integer >= 1, got 2.5"),
+    (("1f1b", 4, 0), {}, ValueError, "microbatches must be an integer >= 1, got 0"),
+    (("1f1b", 4, 8), {"forward_time": 0.0}, ValueError, "forward_time must be a finite number > 0"),
+    (("1f1b", 4, 8), {"backward_time": math.nan}, ValueError, "backward_time must be a finite number > 0"),
+    (("1f1b", 4, 8), {"backward_time": "2"}, TypeError, "backward_time must be a number > 0"),
+    (("gpipe", 4, 8), {"chunks": 2}, ValueError, "chunks must be 1 for kind 'gpipe'"),
+    (("interleaved", 4, 8), {"chunks": 1}, ValueError, "chunks must be an integer >= 2, got 1"),
+    (("interleaved", 4, 6), {"chunks": 2}, ValueError, r"microbatches must be a multiple of stages \(4\)"),
+    (("gpipe", 1000, 1000), {}, ValueError, f"at most {MAX_PIPELINE_OPS // 2}"),
+])
+def test_bad_input_names_the_parameter_and_its_range(args, kwargs, error, message):
+    times = {"forward_time": 1.0, "backward_time": 2.0, **kwargs}
+    with pytest.raises(error, match=message):
+        dl.pipeline_schedule(*args, **times)
+
+
+def test_stage_events_checks_the_stage():
+    with pytest.raises(ValueError, match=r"stage must be an integer in \[0, 3\], got 4"):
+        run("1f1b", 4, 8).stage_events(4)
