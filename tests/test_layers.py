@@ -47,7 +47,7 @@ MODEL_MODULES = {
     # the parts distlib.overlap re-exports (one concept each)
     "distlib.overlap_schedule", "distlib.overlap_formulas", "distlib.overlap_buckets", "distlib.overlap_ddp",
     # Part IV: parallel training
-    "distlib.pipeline_schedule",
+    "distlib.pipeline_schedule", "distlib.activations",
     # the bench's typed results, beside its launchers: plots and the mini cluster take them
     "distlib.bench.results",
 }

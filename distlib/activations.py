@@ -1,0 +1,104 @@
+"""Activation memory of one transformer layer, per Korthikanti et al. 2022.
+
+Korthikanti, Casper, Lym, McAfee, Andersch, Shoeybi and Catanzaro, "Reducing
+Activation Recomputation in Large Transformer Models" (MLSys 2023,
+arXiv:2205.05198), count the bytes one layer keeps from its forward pass for
+its backward pass, with 16-bit activations (2 bytes an element, 1 byte a
+dropout-mask element). With ``s`` the sequence length, ``b`` the
+microbatch, ``h`` the hidden size, ``a`` the attention heads and ``t`` the
+tensor-parallel degree, their Table 2 reads, in bytes per layer per GPU:
+
+====================================================  ==========================
+no parallelism                                        ``sbh (34 + 5as/h)``
+tensor parallel                                       ``sbh (10 + 24/t + 5as/(ht))``
+tensor + sequence parallel                            ``sbh (34/t + 5as/(ht))``
+tensor parallel, selective recomputation              ``sbh (10 + 24/t)``
+tensor + sequence parallel, selective recomputation   ``sbh 34/t``
+full recomputation                                    ``2 sbh``
+====================================================  ==========================
+
+Where the numbers come from: ``10 sbh`` are the two layer norms' inputs, the
+two dropout masks and the inputs of the attention block and of the MLP, which
+tensor parallelism leaves whole on every GPU and sequence parallelism splits
+``t`` ways; ``24 sbh`` are the parts inside the tensor-parallel matrix
+multiplies; ``5 a s^2 b`` are the attention scores, their softmax and its
+dropout mask, which selective recomputation recomputes instead of keeping.
+Full recomputation keeps only the layer's input, ``2 sbh``; with sequence
+parallelism that input is held split along the sequence, so ``2 sbh / t``
+(Table 2 lists the unsplit ``2 sbh``).
+"""
+
+from __future__ import annotations
+
+from ._check import check_bool, check_choice, check_int
+
+__all__ = ["RECOMPUTE_MODES", "activation_bytes_per_layer"]
+
+#: What a layer recomputes in its backward pass instead of keeping: nothing, the attention core, all of it.
+RECOMPUTE_MODES = ("none", "selective", "full")
+
+
+def activation_bytes_per_layer(seq, micro_batch, hidden, heads, *, tp=1, sequence_parallel=False,
+                               recompute="none") -> float:
+    """Bytes of activations one transformer layer keeps for its backward pass, on one GPU.
+
+    Korthikanti et al. 2022, Table 2, 16-bit activations (see the module's
+    docstring for each term).
+
+    Parameters
+    ----------
+    seq, micro_batch, hidden, heads : int
+        ``s`` tokens per sequence, ``b`` sequences per microbatch, ``h`` the
+        hidden size and ``a`` the attention heads (each >= 1).
+    tp : int
+        ``t``, the tensor-parallel degree (>= 1).
+    sequence_parallel : bool
+        Split the layer norms and dropouts along the sequence too (Megatron's
+        sequence parallelism), so nothing of the layer is held whole.
+    recompute : {"none", "selective", "full"}
+        ``"selective"`` recomputes the attention core (drops the ``5as/h``
+        term); ``"full"`` keeps only the layer's input.
+
+    Returns
+    -------
+    float
+        Bytes.
+
+    Raises
+    ------
+    ValueError, TypeError
+        A bad argument, named with its range.
+
+    Examples
+    --------
+    GPT-3 175B (``s = 2048``, ``h = 12288``, ``a = 96``, the paper's Table 3):
+    ``5as/h = 80``, so one layer keeps ``sbh (34 + 80)`` bytes, and selective
+    recomputation saves ``80 / 114``, the paper's "70%":
+
+    >>> s, b, h, a = 2048, 1, 12288, 96
+    >>> activation_bytes_per_layer(s, b, h, a) == s * b * h * (34 + 80)
+    True
+    >>> selective = activation_bytes_per_layer(s, b, h, a, recompute="selective")
+    >>> round(1 - selective / activation_bytes_per_layer(s, b, h, a), 2)
+    0.7
+
+    With the paper's ``t = 8``, sequence parallelism and selective
+    recomputation, ``sbh 34 / t``:
+
+    >>> activation_bytes_per_layer(s, b, h, a, tp=8, sequence_parallel=True, recompute="selective") / (s * b * h)
+    4.25
+    """
+    s = check_int("seq", seq, minimum=1)
+    b = check_int("micro_batch", micro_batch, minimum=1)
+    h = check_int("hidden", hidden, minimum=1)
+    a = check_int("heads", heads, minimum=1)
+    t = check_int("tp", tp, minimum=1)
+    sp = check_bool("sequence_parallel", sequence_parallel)
+    mode = check_choice("recompute", recompute, RECOMPUTE_MODES)
+    split = t if sp else 1  # what tensor parallelism leaves whole, sequence parallelism splits t ways
+    if mode == "full":
+        per_element = 2 / split
+    else:
+        attention = 0.0 if mode == "selective" else 5 * a * s / (h * t)
+        per_element = 10 / split + 24 / t + attention
+    return float(s * b * h) * per_element
