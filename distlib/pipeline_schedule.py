@@ -11,8 +11,8 @@ Schedules
 ---------
 * ``"gpipe"`` (Huang et al. 2019, "GPipe: Efficient Training of Giant
   Neural Networks using Pipeline Parallelism"): every stage runs all ``m``
-  forwards, then all ``m`` backwards (last microbatch first, as in the
-  paper's Figure 2).
+  forwards, then all ``m`` backwards, last microbatch first (with equal
+  stages, first-microbatch-first gives the same times and peaks).
 * ``"1f1b"`` (PipeDream-Flush; Narayanan et al. 2021, "Efficient Large-Scale
   Language Model Training on GPU Clusters Using Megatron-LM", section 2.2.1):
   stage ``s`` (0-based) runs ``min(p - s - 1, m)`` warm-up forwards, then
@@ -26,7 +26,10 @@ Schedules
   with ``min(2 (p - s - 1) + (v - 1) p, m v)`` chunk-forwards, then runs 1F1B
   on chunks. Order and warm-up count are Megatron-LM's
   ``forward_backward_pipelining_with_interleaving`` (its default group of
-  ``p`` microbatches), which needs ``m`` to be a multiple of ``p``.
+  ``p`` microbatches), which needs ``m`` to be a multiple of ``p``. (Older
+  Megatron-LM and NVIDIA Apex warm every stage up with all ``m v``
+  chunk-forwards when ``m = p``: the step takes as long, but every stage
+  then holds ``m``.)
 
 Closed forms (equal stages, ``tf`` and ``tb`` one stage's forward and backward)
 -------------------------------------------------------------------------------
@@ -47,7 +50,8 @@ on stage ``s``. Interleaved with ``v`` chunks: bubble time
 ``(p - 1)(tf + tb)/v``, ratio to the ideal step ``(p - 1)/(v m)``, fraction
 of the whole step ``(p - 1)/(v m + p - 1)``; stage 0 holds
 ``p + (p - 1)/v`` microbatches' activations when ``m >= 2p`` (the factor
-``1 + (p - 1)/(p v)`` of Korthikanti et al. 2022, section 4.2.3).
+``1 + (p - 1)/(p v)`` that Korthikanti et al. 2022, "Reducing Activation
+Recomputation in Large Transformer Models", give for interleaving).
 
 Why not chapter 8's :class:`distlib.overlap_schedule.Event`: it names a layer
 or a message on one rank's compute and communication rows, and has no stage,
