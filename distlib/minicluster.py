@@ -399,6 +399,24 @@ class MiniCluster:
         return subprocess.run(command, capture_output=True, text=True, timeout=timeout, check=check, env=full_env,
                               stdin=subprocess.DEVNULL)  # fmt: skip
 
+    @property
+    def jobs(self) -> Path:
+        """The folder :meth:`shell_line` commands run in (batch scripts, ``slurm-N.out``); removed with the cluster."""
+        from .minicluster_login import jobs_folder
+
+        return jobs_folder(self.workdir)
+
+    def shell_line(self, command: str, *, timeout: float = 120.0, env=None):
+        """Type ``command`` at the head node as in a terminal (:mod:`distlib.minicluster_login`).
+
+        Returns a :class:`~distlib.minicluster_login.ShellLine` whose ``str``
+        is the command after ``$ `` and its merged output; a command past
+        ``timeout`` seconds is stopped (its Slurm jobs cancelled first).
+        """
+        from .minicluster_login import run_shell_line
+
+        return run_shell_line(self, command, timeout=timeout, env=env)
+
     def link_bytes(self, which) -> LinkBytes:
         """Bytes sent and received over a node's link so far (tc's ``tbf`` counters, so headers included)."""
         node = self.node(which)

@@ -53,7 +53,8 @@ MODEL_MODULES = {
 }
 #: Top-level modules and packages that start processes (the benchmark, the mini cluster): not models.
 LAUNCHERS = {"distlib.bench", "distlib.minicluster", "distlib.run",  # distlib.run: python -m distlib.run
-             "distlib.minicluster_slurm", "distlib.minicluster_cli"}  # Slurm on it; python -m distlib.minicluster run|shell
+             "distlib.minicluster_slurm", "distlib.minicluster_cli",  # Slurm on it; python -m distlib.minicluster run|shell
+             "distlib.minicluster_login"}  # a command line typed at its head node
 #: The packages of the other layers, each with its own rules below.
 LAYER_PACKAGES = {"distlib.engines", "distlib.plots", "distlib.widgets", "distlib.examples", "distlib.static"}
 

@@ -139,25 +139,59 @@ def test_ddp_under_srun_and_torchrun_equals_one_node():
     _nothing_left(cluster)
 
 
-def test_a_failing_rank_and_a_job_past_its_time_limit_end_with_slurms_words():
+def test_a_failing_task_a_failing_rank_and_a_job_past_its_time_limit_end_with_slurms_words():
+    """Chapter 9's three failures, typed at the login node as the chapter types them."""
     with mini_cluster(2, slurm=True) as cluster:
-        t0 = time.monotonic()
-        fail = cluster.login(["srun", "-N2", "-n4", "--mpi=pmi2", PY, "-m", "mpi4py", "-c",
-                              "from mpi4py import MPI\nif MPI.COMM_WORLD.rank == 3: raise SystemExit(7)\n"
-                              "MPI.COMM_WORLD.Barrier()"], timeout=120)  # fmt: skip
-        failed_in = time.monotonic() - t0
-        assert fail.returncode != 0
-        # MPICH's words (mpi4py's runner aborts on an uncaught exit), then Slurm's: the step cancelled
-        assert "MPI_Abort(MPI_COMM_WORLD, 7)" in fail.stderr and "rank 3" in fail.stderr, fail.stderr
-        assert re.search(r"srun: error: node1: tasks? [0-9-]+", fail.stderr), fail.stderr
-        assert failed_in < 30, failed_in
-        t0 = time.monotonic()
-        late = cluster.login(["srun", "-N1", "-n1", "--time=00:00:01", "sleep", "600"], timeout=200)
-        late_in = time.monotonic() - t0
-        assert late.returncode != 0
-        assert "DUE TO TIME LIMIT" in late.stderr, late.stderr
-        assert late_in < 150, late_in  # the controller checks time limits every 30 s or so
+        late = cluster.shell_line("sbatch --time=1 --job-name=too-long --output=too-long.out --wrap 'sleep 600'")
+        assert late.ok, late
+        submitted = time.monotonic()
+        # a task that exits 7 under srun -K: Slurm names it and ends the others at once (they would sleep 600 s)
+        task = cluster.shell_line("srun -N2 --ntasks-per-node=1 -K bash -c '[ $SLURM_PROCID = 1 ] && exit 7; sleep 600'",
+                                  timeout=60)  # fmt: skip
+        assert task.returncode != 0 and not task.timed_out, task
+        assert "srun: error: node1: task 1: Exited with exit code 7" in task.output, task
+        assert task.seconds < 30, task.seconds
+        # an MPI rank that raises inside an allocation: mpi4py's runner aborts, MPICH names the rank
+        rank = cluster.shell_line(f"salloc -N2 --ntasks-per-node=1 {Path(PY).parent / 'mpiexec'} -n 2 {PY} -m mpi4py -c "
+                                  "'from mpi4py import MPI\nif MPI.COMM_WORLD.rank == 1: raise SystemExit(7)\n"
+                                  "MPI.COMM_WORLD.Barrier()'", timeout=90, env={"PYTHONPATH": str(ROOT)})  # fmt: skip
+        assert rank.returncode != 0 and not rank.timed_out, rank
+        assert "MPI_Abort(MPI_COMM_WORLD, 7)" in rank.output and "rank 1" in rank.output, rank
+        # the batch job past its one-minute limit
+        ended = cluster.shell_line("while squeue -h -n too-long | grep -q .; do sleep 1; done; cat too-long.out",
+                                   timeout=200)  # fmt: skip
+        assert ended.ok and "DUE TO TIME LIMIT" in ended.output, ended
+        assert time.monotonic() - submitted < 150  # one minute, and the controller's next look
     _nothing_left(cluster)
+
+
+def test_shell_line_shows_what_a_terminal_shows_and_stops_a_command_past_its_time():
+    with mini_cluster(2, slurm=True) as cluster:
+        line = cluster.shell_line("echo out; echo err >&2; pwd")
+        assert line.ok and line.output.splitlines() == ["out", "err", str(cluster.jobs)], line
+        assert str(line).splitlines()[0] == "$ echo out; echo err >&2; pwd"
+        t0 = time.monotonic()
+        stuck = cluster.shell_line("srun -N1 -n1 sleep 600", timeout=3)
+        assert stuck.timed_out and stuck.returncode == 124 and "stopped after" in str(stuck), stuck
+        assert time.monotonic() - t0 < 20
+        assert cluster.login(["squeue", "-h"], timeout=30).stdout.strip() == ""  # its job was cancelled
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline and any("sleep" in " ".join(t) for t in _slurm_tasks()):
+            time.sleep(0.2)
+        assert not any("sleep" in " ".join(t) for t in _slurm_tasks())
+    _nothing_left(cluster)
+
+
+@pytest.mark.parametrize(("command", "timeout", "error", "words"), [
+    ("", 10, ValueError, "command must not be empty"),
+    ("true", 0, ValueError, "timeout must be"),
+    (["true"], 10, TypeError, "command must be a string"),
+])  # fmt: skip
+def test_shell_line_refuses_bad_input_before_it_starts_anything(command, timeout, error, words):
+    from distlib.minicluster_login import run_shell_line
+
+    with pytest.raises(error, match=words):
+        run_shell_line(None, command, timeout=timeout)  # checked before the cluster is touched
 
 
 # -- the command line --------------------------------------------------------------------------------
