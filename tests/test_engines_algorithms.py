@@ -403,3 +403,54 @@ def test_no_import_circle_and_no_state_on_the_communicator(tmp_path, monkeypatch
 
     for keys in run_threads(work, 2):
         assert keys == [], keys
+
+
+# ----------------------------------------------------------------------------
+# CountingComm: the bytes a rank sends, counted where the collectives send them
+# ----------------------------------------------------------------------------
+
+
+@FAST
+@given(p=st.integers(1, 7), n=st.integers(0, 40))
+def test_counting_comm_counts_what_the_ring_sends(p, n):
+    from distlib.engines.comm import CountingComm, SubComm
+
+    def work(comm):
+        counted = CountingComm(comm)
+        x = np.arange(n, dtype=np.float64) + comm.rank
+        out = {}
+        for name, run in (("allreduce", lambda: allreduce(counted, x.copy())),
+                          ("reduce_scatter", lambda: reduce_scatter(counted, x)),
+                          ("allgather", lambda: allgather(counted, x))):  # fmt: skip
+            before = counted.bytes_sent
+            got = run()
+            out[name] = (counted.bytes_sent - before, got)
+        before = counted.bytes_sent  # a sub-communicator's bytes land in the counter under it
+        evens = [r for r in range(comm.size) if r % 2 == comm.rank % 2]
+        allreduce(SubComm(counted, evens), x.copy())
+        out["sub"] = (counted.bytes_sent - before, len(evens))
+        return out
+
+    out = run_threads(work, p, timeout=10)
+    X = np.arange(n, dtype=np.float64)[None, :] + np.arange(p)[:, None]
+    np.testing.assert_array_equal(out[0]["allreduce"][1], X.sum(axis=0))  # counting changes no result
+    # Every element is sent p - 1 times in each ring phase, once around the ring in all.
+    assert sum(o["allreduce"][0] for o in out) == 2 * (p - 1) * n * 8
+    assert sum(o["reduce_scatter"][0] for o in out) == (p - 1) * n * 8
+    assert sum(o["allgather"][0] for o in out) == (p - 1) * p * n * 8  # each of p pieces of n, p - 1 hops
+    # Per rank, the alpha-beta bytes factor of distlib.collectives, up to one chunk's rounding.
+    for o in out:
+        _, factor = dl.cost_coefficients("allreduce", p)
+        assert abs(o["allreduce"][0] - factor * n * 8) <= 2 * (p - 1) * 8
+    sizes = {}
+    for r, o in enumerate(out):
+        sizes.setdefault(r % 2, o["sub"])
+    for parity, (_, q) in sizes.items():
+        assert sum(o["sub"][0] for r, o in enumerate(out) if r % 2 == parity) == 2 * (q - 1) * n * 8
+
+
+def test_counting_comm_wants_a_comm():
+    from distlib.engines.comm import CountingComm
+
+    with pytest.raises(TypeError, match="comm must be a distlib.engines Comm"):
+        CountingComm(object())

@@ -37,6 +37,7 @@ __all__ = [
     "ThreadComm",
     "DeadlockError",
     "SubComm",
+    "CountingComm",
     "run_threads",
 ]
 
@@ -290,6 +291,107 @@ class SubComm(Comm):
 
     def __repr__(self) -> str:
         return f"<SubComm of ranks {self.ranks} of {self.parent!r}, rank={self.rank}>"
+
+
+class CountingComm(Comm):
+    """A communicator that counts the bytes this rank sends through it: :attr:`bytes_sent`, :attr:`messages`.
+
+    ``CountingComm(comm)`` forwards every point-to-point call to ``comm``
+    and adds the size of each buffer it sends, where the book's collectives
+    (:mod:`distlib.engines.algorithms`) run: a ring all-reduce of ``n``
+    bytes on ``p`` ranks then counts ``2 (p - 1) / p * n`` per rank, as
+    :func:`distlib.collectives.cost_coefficients` says. Sub-communicators
+    built on it (:class:`SubComm`) count into it too. Only buffers are
+    counted: the engine's built-in collectives and the object calls
+    (``barrier``, ``bcast_object``, ``allgather_object``) are forwarded
+    uncounted, since what they send is the engine's business.
+
+    Examples
+    --------
+    >>> def work(comm):
+    ...     counted = CountingComm(comm)
+    ...     from distlib.engines.algorithms import allreduce
+    ...     allreduce(counted, np.ones(8))       # 8 float64 = 64 bytes, ring on 4 ranks
+    ...     return counted.bytes_sent
+    >>> run_threads(work, 4)                     # 2 (p - 1) / p * 64
+    [96, 96, 96, 96]
+    """
+
+    def __init__(self, comm: Comm):
+        if not isinstance(comm, Comm):
+            raise TypeError(f"comm must be a distlib.engines Comm, got {type(comm).__name__}")
+        self.inner = comm
+        self.rank, self.size, self.engine = comm.rank, comm.size, comm.engine
+        self.bytes_sent = 0
+        """Bytes of every buffer sent so far (``len * itemsize``)."""
+        self.messages = 0
+        """Non-empty messages sent so far."""
+
+    def _count(self, buf) -> None:
+        if _nonempty(buf):
+            self.bytes_sent += len(buf) * self.inner.itemsize(buf)
+            self.messages += 1
+
+    def send(self, buf, dest, *, tag=0):
+        self._count(buf)
+        self.inner.send(buf, dest, tag=tag)
+
+    def recv(self, buf, source, *, tag=0):
+        self.inner.recv(buf, source, tag=tag)
+
+    def isend(self, buf, dest, *, tag=0):
+        self._count(buf)
+        return self.inner.isend(buf, dest, tag=tag)
+
+    def irecv(self, buf, source, *, tag=0):
+        return self.inner.irecv(buf, source, tag=tag)
+
+    def sendrecv(self, sendbuf, dest, recvbuf, source, *, tag=0):
+        self._count(sendbuf)
+        self.inner.sendrecv(sendbuf, dest, recvbuf, source, tag=tag)
+
+    def barrier(self):
+        self.inner.barrier()
+
+    def allreduce(self, buf, *, op="sum"):
+        return self.inner.allreduce(buf, op=op)
+
+    def bcast_object(self, obj, *, root=0):
+        return self.inner.bcast_object(obj, root=root)
+
+    def allgather_object(self, obj):
+        return self.inner.allgather_object(obj)
+
+    def builtin_reduce_scatter(self, buf, counts, *, op="sum"):
+        return self.inner.builtin_reduce_scatter(buf, counts, op=op)
+
+    def builtin_allgather(self, buf, counts):
+        return self.inner.builtin_allgather(buf, counts)
+
+    # Buffers are the inner communicator's kind, and so is its scratch space.
+    def empty(self, n, like):
+        return self.inner.empty(n, like)
+
+    def scratch(self, n, like):
+        return self.inner.scratch(n, like)
+
+    def copy(self, buf):
+        return self.inner.copy(buf)
+
+    def combine(self, dst, src, op="sum"):
+        self.inner.combine(dst, src, op)
+
+    def flat(self, buf):
+        return self.inner.flat(buf)
+
+    def itemsize(self, buf):
+        return self.inner.itemsize(buf)
+
+    def wtime(self):
+        return self.inner.wtime()
+
+    def __repr__(self) -> str:
+        return f"<CountingComm of {self.inner!r}, bytes_sent={self.bytes_sent}>"
 
 
 def _nonempty(buf) -> bool:
