@@ -50,11 +50,14 @@ MODEL_MODULES = {
     "distlib.pipeline_schedule", "distlib.activations",
     # the bench's typed results, beside its launchers: plots and the mini cluster take them
     "distlib.bench.results",
+    # the trainer's model, data, optimizer and typed results (python -m distlib.train launches; these compute)
+    "distlib.train.model", "distlib.train.data", "distlib.train.adam",
 }
 #: Top-level modules and packages that start processes (the benchmark, the mini cluster): not models.
 LAUNCHERS = {"distlib.bench", "distlib.minicluster", "distlib.run",  # distlib.run: python -m distlib.run
              "distlib.minicluster_slurm", "distlib.minicluster_cli",  # Slurm on it; python -m distlib.minicluster run|shell
-             "distlib.minicluster_login"}  # a command line typed at its head node
+             "distlib.minicluster_login",  # a command line typed at its head node
+             "distlib.train"}  # python -m distlib.train: the trainer's ranks, started by itself
 #: The packages of the other layers, each with its own rules below.
 LAYER_PACKAGES = {"distlib.engines", "distlib.plots", "distlib.widgets", "distlib.examples", "distlib.static"}
 

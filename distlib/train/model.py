@@ -1,0 +1,393 @@
+"""The book's fixed small transformer in NumPy, float64, with its backward pass written out.
+
+A decoder-only language model: token and position embeddings, ``layers``
+pre-LayerNorm blocks (causal multi-head attention with separate ``q``,
+``k``, ``v`` and ``o`` weights, then a GELU MLP of ``4 * hidden``), a final
+LayerNorm, an output projection and the mean cross-entropy of predicting
+each next token. Every gradient is derived by hand (the tests check them
+against central finite differences).
+
+The parameters come in *units*, the pieces a layout moves as one: the
+embeddings, each block, and the head (final norm and output projection).
+A unit is stored as one flat float64 vector; :class:`UnitSpec` says where
+each tensor sits in it and how Megatron-style tensor parallelism splits it
+over ``tp`` ranks (Shoeybi et al. 2019): ``"col"`` tensors are cut along
+their last axis (``q``, ``k``, ``v`` by heads, the MLP's first matmul and
+its bias), ``"row"`` tensors along their first (``o``, the MLP's second
+matmul), ``"rep"`` tensors are whole on every rank. A block's forward then
+needs one sum over the tensor-parallel ranks after each row-parallel
+matmul, and its backward one sum of each column-parallel input gradient:
+the model asks the ``reduce`` callable it is given for both, so this
+module runs no communication itself.
+
+The chapter on parallel training (Part IV) teaches with it; the layouts
+that run it over ranks are in :mod:`distlib.train.layout`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from .._check import check_int
+
+__all__ = ["Config", "UnitSpec", "unit_specs", "init_units", "shard_unit", "forward_unit", "backward_unit",
+           "loss_and_grads", "LN_EPS"]
+
+LN_EPS = 1e-5
+"""LayerNorm's epsilon, added to the variance."""
+
+_GELU_C = math.sqrt(2.0 / math.pi)
+_GELU_A = 0.044715
+
+
+@dataclass(frozen=True)
+class Config:
+    """The model's sizes (the defaults are the book's model: a step takes milliseconds).
+
+    Examples
+    --------
+    >>> Config().head_dim, Config().ffn
+    (8, 128)
+    >>> Config().params
+    105280
+    """
+
+    vocab: int = 64
+    hidden: int = 32
+    heads: int = 4
+    seq: int = 16
+    layers: int = 8
+
+    @property
+    def ffn(self) -> int:
+        """The MLP's hidden width, four times ``hidden``."""
+        return 4 * self.hidden
+
+    @property
+    def head_dim(self) -> int:
+        return self.hidden // self.heads
+
+    @property
+    def params(self) -> int:
+        """Parameters of the whole model."""
+        return sum(spec.size for spec in unit_specs(self))
+
+    def __post_init__(self):
+        for name in ("vocab", "hidden", "heads", "seq", "layers"):
+            check_int(name, getattr(self, name), minimum=1)
+        if self.hidden % self.heads:
+            raise ValueError(f"hidden must be a multiple of heads ({self.heads}), got {self.hidden}")
+
+
+@dataclass(frozen=True)
+class UnitSpec:
+    """One unit's tensors: ``(name, shape, split)`` in storage order, ``split`` one of ``"rep"``, ``"col"``, ``"row"``.
+
+    ``shapes`` are this rank's (after a ``tp``-way split).
+    """
+
+    name: str
+    tensors: tuple
+
+    @property
+    def size(self) -> int:
+        """Elements of the unit's flat vector."""
+        return sum(math.prod(shape) for _, shape, _ in self.tensors)
+
+    def offsets(self) -> dict:
+        """``{tensor name: (start, stop)}`` in the flat vector."""
+        out, start = {}, 0
+        for name, shape, _ in self.tensors:
+            out[name] = (start, start + math.prod(shape))
+            start += math.prod(shape)
+        return out
+
+    def views(self, flat) -> dict:
+        """``{tensor name: array}``, views into ``flat`` (which must have :attr:`size` elements)."""
+        if len(flat) != self.size:
+            raise ValueError(f"flat must have {self.size} elements (unit {self.name}), got {len(flat)}")
+        return {name: flat[a:b].reshape(shape) for (name, shape, _), (a, b) in
+                zip(self.tensors, self.offsets().values())}  # fmt: skip
+
+    def replicated_mask(self) -> np.ndarray:
+        """1.0 where the element is whole on every tensor-parallel rank (``"rep"``), else 0.0."""
+        return np.concatenate([np.full(math.prod(shape), 1.0 if split == "rep" else 0.0)
+                               for _, shape, split in self.tensors])  # fmt: skip
+
+
+def _split(shape, split, tp):
+    if split == "rep" or tp == 1:
+        return tuple(shape)
+    axis = len(shape) - 1 if split == "col" else 0
+    return tuple(n // tp if i == axis else n for i, n in enumerate(shape))
+
+
+def unit_specs(config: Config, tp: int = 1) -> list:
+    """The model's units, in forward order, as one of ``tp`` tensor-parallel ranks holds them.
+
+    Examples
+    --------
+    >>> [s.name for s in unit_specs(Config(layers=2))]
+    ['embed', 'block0', 'block1', 'head']
+    >>> dict((n, s) for n, s, _ in unit_specs(Config(), tp=2)[1].tensors)["wq"]   # 2 of 4 heads
+    (32, 16)
+    """
+    c = config
+    tp = check_int("tp", tp, minimum=1)
+    if c.heads % tp or c.ffn % tp:
+        raise ValueError(f"tp must divide heads ({c.heads}) and ffn ({c.ffn}), got {tp}")
+    h, f = c.hidden, c.ffn
+    block = [("ln1_g", (h,), "rep"), ("ln1_b", (h,), "rep"), ("wq", (h, h), "col"), ("wk", (h, h), "col"),
+             ("wv", (h, h), "col"), ("wo", (h, h), "row"), ("ln2_g", (h,), "rep"), ("ln2_b", (h,), "rep"),
+             ("w1", (h, f), "col"), ("b1", (f,), "col"), ("w2", (f, h), "row"), ("b2", (h,), "rep")]
+    units = [("embed", [("tok", (c.vocab, h), "rep"), ("pos", (c.seq, h), "rep")])]
+    units += [(f"block{i}", block) for i in range(c.layers)]
+    units += [("head", [("lnf_g", (h,), "rep"), ("lnf_b", (h,), "rep"), ("w_out", (h, c.vocab), "rep")])]
+    return [UnitSpec(name, tuple((n, _split(s, sp, tp), sp) for n, s, sp in tensors)) for name, tensors in units]
+
+
+def _init_tensor(rng, name, shape, config):
+    if name.endswith("_g"):
+        return np.ones(shape)
+    if name.endswith("_b") or name in ("b1", "b2"):
+        return 0.02 * rng.standard_normal(shape)  # not zero: the gradient check then sees every term
+    scale = 1.0 / math.sqrt(shape[0])
+    if name in ("wo", "w2"):
+        scale /= math.sqrt(2.0 * config.layers)  # residual branches, as GPT-2 scales them
+    if name in ("tok", "pos"):
+        scale = 0.5
+    return scale * rng.standard_normal(shape)
+
+
+def init_units(config: Config, seed: int) -> list:
+    """The whole model's parameters, one flat float64 vector per unit, drawn from ``seed`` in a fixed order.
+
+    Every rank calls it with the same seed and gets the same numbers, so no
+    broadcast is needed; a tensor-parallel rank then keeps its part with
+    :func:`shard_unit`.
+
+    >>> a, b = init_units(Config(layers=1), 3), init_units(Config(layers=1), 3)
+    >>> all(np.array_equal(x, y) for x, y in zip(a, b)), [len(x) for x in a]
+    (True, [2560, 12576, 2112])
+    """
+    seed = check_int("seed", seed, minimum=0)
+    rng = np.random.default_rng(seed)
+    out = []
+    for spec in unit_specs(config):
+        out.append(np.concatenate([_init_tensor(rng, n, s, config).ravel() for n, s, _ in spec.tensors]))
+    return out
+
+
+def shard_unit(full_spec: UnitSpec, flat, tp_rank: int, tp: int) -> np.ndarray:
+    """Rank ``tp_rank``'s part of a whole unit ``flat`` (laid out as ``full_spec``), as a new flat vector.
+
+    >>> spec = unit_specs(Config(layers=1))[1]
+    >>> len(shard_unit(spec, np.zeros(spec.size), 1, 4)) == unit_specs(Config(layers=1), tp=4)[1].size
+    True
+    """
+    tp = check_int("tp", tp, minimum=1)
+    tp_rank = check_int("tp_rank", tp_rank, minimum=0, maximum=tp - 1)
+    parts = []
+    for (name, shape, split), arr in zip(full_spec.tensors, full_spec.views(flat).values()):
+        if split == "rep" or tp == 1:
+            parts.append(arr.ravel())
+            continue
+        axis = arr.ndim - 1 if split == "col" else 0
+        width = shape[axis] // tp
+        parts.append(np.take(arr, np.arange(tp_rank * width, (tp_rank + 1) * width), axis=axis).ravel())
+    return np.concatenate(parts)
+
+
+# ----------------------------------------------------------------------------
+# Pieces: LayerNorm, GELU, causal attention
+# ----------------------------------------------------------------------------
+
+
+def _ln(x, g, b):
+    mu = x.mean(axis=-1, keepdims=True)
+    xc = x - mu
+    rstd = 1.0 / np.sqrt((xc * xc).mean(axis=-1, keepdims=True) + LN_EPS)
+    xhat = xc * rstd
+    return xhat * g + b, (xhat, rstd)
+
+
+def _ln_back(dy, cache, g):
+    """``(dx, dg, db)`` of LayerNorm with gain ``g`` (the cache holds no parameter: ZeRO-3 frees them)."""
+    xhat, rstd = cache
+    dxhat = dy * g
+    dx = rstd * (dxhat - dxhat.mean(axis=-1, keepdims=True) - xhat * (dxhat * xhat).mean(axis=-1, keepdims=True))
+    return dx, (dy * xhat).reshape(-1, xhat.shape[-1]).sum(axis=0), dy.reshape(-1, dy.shape[-1]).sum(axis=0)
+
+
+def _gelu(z):
+    t = np.tanh(_GELU_C * (z + _GELU_A * (z * z * z)))
+    return 0.5 * z * (1.0 + t), t
+
+
+def _gelu_back(dy, z, t):
+    dinner = _GELU_C * (1.0 + 3.0 * _GELU_A * (z * z))
+    return dy * (0.5 * (1.0 + t) + 0.5 * z * (1.0 - t * t) * dinner)
+
+
+def _heads(x, n_heads):
+    b, s, w = x.shape
+    return x.reshape(b, s, n_heads, w // n_heads).transpose(0, 2, 1, 3)
+
+
+def _merge(x):
+    b, n, s, d = x.shape
+    return np.ascontiguousarray(x.transpose(0, 2, 1, 3)).reshape(b, s, n * d)
+
+
+def _attention(h, p, head_dim):
+    """Causal attention of this rank's heads; returns the context (before ``wo``) and the cache."""
+    n_heads = p["wq"].shape[1] // head_dim
+    q, k, v = (_heads(h @ p[w], n_heads) for w in ("wq", "wk", "wv"))
+    scores = (q @ k.transpose(0, 1, 3, 2)) / math.sqrt(head_dim)
+    s = scores.shape[-1]
+    scores = np.where(np.tril(np.ones((s, s), dtype=bool)), scores, -np.inf)
+    probs = np.exp(scores - scores.max(axis=-1, keepdims=True))
+    probs /= probs.sum(axis=-1, keepdims=True)
+    return _merge(probs @ v), (q, k, v, probs)
+
+
+def _attention_back(dctx, h, p, cache, head_dim):
+    """``(dh partial, {wq, wk, wv grads})``: ``dh`` still to be summed over the tensor-parallel ranks."""
+    q, k, v, probs = cache
+    dctx = _heads(dctx, q.shape[1])
+    dprobs = dctx @ v.transpose(0, 1, 3, 2)
+    dv = probs.transpose(0, 1, 3, 2) @ dctx
+    dscores = probs * (dprobs - (dprobs * probs).sum(axis=-1, keepdims=True)) / math.sqrt(head_dim)
+    dq, dk = dscores @ k, dscores.transpose(0, 1, 3, 2) @ q
+    h2 = h.reshape(-1, h.shape[-1])
+    grads, dh = {}, 0.0
+    for name, d in (("wq", dq), ("wk", dk), ("wv", dv)):
+        d2 = _merge(d).reshape(-1, d.shape[1] * d.shape[3])
+        grads[name] = h2.T @ d2
+        dh = dh + d2 @ p[name].T
+    return dh.reshape(h.shape), grads
+
+
+def _sum_tp(reduce, x):
+    """``x`` summed over the tensor-parallel ranks (in place, through ``reduce``; nothing to do without one)."""
+    if reduce is not None:
+        reduce(x)
+    return x
+
+
+# ----------------------------------------------------------------------------
+# Units: forward and backward
+# ----------------------------------------------------------------------------
+
+
+def _block_forward(p, x, config, reduce):
+    h, ln1 = _ln(x, p["ln1_g"], p["ln1_b"])
+    ctx, att = _attention(h, p, config.head_dim)
+    x1 = x + _sum_tp(reduce, ctx @ p["wo"])  # row-parallel: partial sums over ranks
+    h2, ln2 = _ln(x1, p["ln2_g"], p["ln2_b"])
+    z = h2 @ p["w1"] + p["b1"]
+    a, t = _gelu(z)
+    y = x1 + _sum_tp(reduce, a @ p["w2"]) + p["b2"]  # the bias once, after the sum
+    return y, (h, ln1, ctx, att, h2, ln2, z, a, t)
+
+
+def _block_backward(p, dy, cache, config, reduce, g):
+    h, ln1, ctx, att, h2, ln2, z, a, t = cache
+    flat = lambda x: x.reshape(-1, x.shape[-1])  # noqa: E731
+    g["b2"][...] = flat(dy).sum(axis=0)
+    g["w2"][...] = flat(a).T @ flat(dy)
+    dz = _gelu_back(dy @ p["w2"].T, z, t)
+    g["w1"][...] = flat(h2).T @ flat(dz)
+    g["b1"][...] = flat(dz).sum(axis=0)
+    dh2 = _sum_tp(reduce, dz @ p["w1"].T)  # column-parallel input gradient: sum over ranks
+    dx1, g["ln2_g"][...], g["ln2_b"][...] = _ln_back(dh2, ln2, p["ln2_g"])
+    dx1 += dy
+    g["wo"][...] = flat(ctx).T @ flat(dx1)
+    dh, att_grads = _attention_back(dx1 @ p["wo"].T, h, p, att, config.head_dim)
+    for name, value in att_grads.items():
+        g[name][...] = value
+    dx, g["ln1_g"][...], g["ln1_b"][...] = _ln_back(_sum_tp(reduce, dh), ln1, p["ln1_g"])
+    return dx + dx1
+
+
+def _head_forward(p, x, targets):
+    h, ln = _ln(x, p["lnf_g"], p["lnf_b"])
+    logits = h @ p["w_out"]
+    shifted = logits - logits.max(axis=-1, keepdims=True)
+    logz = np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
+    logp = shifted - logz
+    picked = np.take_along_axis(logp, targets[..., None], axis=-1)
+    return float(-picked.mean()), (h, ln, logp, targets)
+
+
+def _head_backward(p, cache, g):
+    h, ln, logp, targets = cache
+    dlogits = np.exp(logp)
+    np.put_along_axis(dlogits, targets[..., None], np.take_along_axis(dlogits, targets[..., None], axis=-1) - 1.0,
+                      axis=-1)  # fmt: skip
+    dlogits /= targets.size  # the mean over every token
+    g["w_out"][...] = h.reshape(-1, h.shape[-1]).T @ dlogits.reshape(-1, dlogits.shape[-1])
+    dx, g["lnf_g"][...], g["lnf_b"][...] = _ln_back(dlogits @ p["w_out"].T, ln, p["lnf_g"])
+    return dx
+
+
+def forward_unit(spec: UnitSpec, flat, x, *, config: Config, targets=None, reduce=None):
+    """One unit's forward pass: ``(output, cache)``.
+
+    ``x`` is the token array ``(batch, seq)`` for the embeddings, the
+    activations ``(batch, seq, hidden)`` for a block or the head. The head
+    needs ``targets`` and returns the mean cross-entropy (a float) as its
+    output. ``reduce(buf)`` sums ``buf`` in place over the tensor-parallel
+    ranks (``None`` with one).
+    """
+    p = spec.views(flat)
+    if spec.name == "embed":
+        return p["tok"][x] + p["pos"][: x.shape[1]], x
+    if spec.name == "head":
+        return _head_forward(p, x, targets)
+    return _block_forward(p, x, config, reduce)
+
+
+def backward_unit(spec: UnitSpec, flat, dy, cache, grad, *, config: Config, reduce=None):
+    """One unit's backward pass: writes its gradient into ``grad`` (flat, like ``flat``), returns the input's.
+
+    ``dy`` is the gradient of the loss with respect to the unit's output
+    (ignored for the head, whose output is the loss). The embeddings return
+    ``None``: their input is tokens.
+    """
+    p, g = spec.views(flat), spec.views(grad)
+    if spec.name == "embed":
+        g["tok"][...] = 0.0
+        np.add.at(g["tok"], cache, dy)
+        g["pos"][...] = 0.0
+        g["pos"][: dy.shape[1]] = dy.sum(axis=0)
+        return None
+    if spec.name == "head":
+        return _head_backward(p, cache, g)
+    return _block_backward(p, dy, cache, config, reduce, g)
+
+
+def loss_and_grads(config: Config, units, tokens, targets):
+    """The loss of one process holding the whole model, and the gradient of every unit (new flat vectors).
+
+    Examples
+    --------
+    >>> c = Config(layers=1)
+    >>> loss, grads = loss_and_grads(c, init_units(c, 0), np.zeros((2, 16), int), np.ones((2, 16), int))
+    >>> round(loss, 1) > 0, [len(g) for g in grads]
+    (True, [2560, 12576, 2112])
+    """
+    specs = unit_specs(config)
+    x, caches = tokens, []
+    for spec, flat in zip(specs[:-1], units[:-1]):
+        x, cache = forward_unit(spec, flat, x, config=config)
+        caches.append(cache)
+    loss, head_cache = forward_unit(specs[-1], units[-1], x, config=config, targets=targets)
+    grads = [np.empty_like(u) for u in units]
+    dy = backward_unit(specs[-1], units[-1], None, head_cache, grads[-1], config=config)
+    for i in range(len(specs) - 2, -1, -1):
+        dy = backward_unit(specs[i], units[i], dy, caches[i], grads[i], config=config)
+    return loss, grads
