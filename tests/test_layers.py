@@ -51,7 +51,7 @@ MODEL_MODULES = {
     # the bench's typed results, beside its launchers: plots and the mini cluster take them
     "distlib.bench.results",
     # the trainer's model, data, optimizer and typed results (python -m distlib.train launches; these compute)
-    "distlib.train.model", "distlib.train.data", "distlib.train.adam",
+    "distlib.train.model", "distlib.train.data", "distlib.train.adam", "distlib.train.results",
 }
 #: Top-level modules and packages that start processes (the benchmark, the mini cluster): not models.
 LAUNCHERS = {"distlib.bench", "distlib.minicluster", "distlib.run",  # distlib.run: python -m distlib.run

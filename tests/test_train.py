@@ -1,15 +1,46 @@
-"""The book's tiny trainer (distlib.train): its model's gradients, its data, one process learning."""
+"""The book's tiny trainer (distlib.train): its gradients, and every layout on real MPI ranks against one process.
+
+The layouts run once each (module fixture ``runs``), 3 steps, and every
+test below reads them: equal losses and parameters, state bytes by ZeRO
+stage, bytes sent against the alpha-beta model. Every launch is bounded by
+a timeout and leaves no process behind.
+"""
 
 from __future__ import annotations
+
+import importlib.util
+import math
 
 import numpy as np
 import pytest
 
+import distlib as dl
+from distlib.engines.comm import run_threads
 from distlib.train.data import GLOBAL_BATCH, global_batch
 from distlib.train.model import Config, init_units, loss_and_grads, unit_specs
+from distlib.train.worker import train_rank
+from distlib.walls import zero_stage
 
+STEPS = 3
+SEED = 7
 CONFIG = Config()
 N = CONFIG.params
+UNIT_MAX = max(spec.size for spec in unit_specs(CONFIG))
+
+
+def _have_mpi() -> bool:
+    from distlib.engines import find_mpiexec
+
+    if importlib.util.find_spec("mpi4py") is None:
+        return False
+    try:
+        find_mpiexec()
+    except FileNotFoundError:
+        return False
+    return True
+
+
+needs_mpi = pytest.mark.skipif(not _have_mpi(), reason="mpi4py / mpiexec not installed (pip install mpi4py mpich)")
 
 
 # ---------------------------------------------------------------------------
@@ -55,6 +86,16 @@ def test_a_wrong_gradient_would_be_caught():
     assert abs(fd - grads[1][i] * (1 + 1e-4)) / abs(fd) > 1e-6 > abs(fd - grads[1][i]) / abs(fd)
 
 
+def test_one_process_learns_and_repeats_itself():
+    def run():
+        return run_threads(lambda c: train_rank(c, dp=1, tp=1, zero=0, steps=15, seed=SEED), 1, timeout=60)[0]
+
+    first, again = run(), run()
+    assert first.losses == again.losses and first.checksum_part == again.checksum_part  # deterministic
+    assert first.losses[-1] < first.losses[0] - 0.5  # the successor rule is being learnt
+    assert first.comm_bytes == 0 and first.state_bytes == 4 * 8 * N  # weights, gradient, Adam's m and v
+
+
 def test_the_global_batch_splits_or_is_refused():
     from distlib.train.data import local_batch
 
@@ -63,3 +104,105 @@ def test_the_global_batch_splits_or_is_refused():
     assert np.array_equal(np.concatenate(parts), tokens)
     with pytest.raises(ValueError, match=f"dp must divide the global batch of {GLOBAL_BATCH} sequences, got 5"):
         local_batch(tokens, targets, 0, 5)
+
+
+# ---------------------------------------------------------------------------
+# Every layout on MPI, once
+# ---------------------------------------------------------------------------
+
+#: (dp, tp, zero): DDP, ZeRO-1/2/3 at 2 and 4 ranks, tensor parallelism at 2 and 4, both together,
+#: and 3 ranks, whose chunks of the flat vector (105280 elements) are uneven.
+LAYOUTS = [(2, 1, 0), (2, 1, 1), (2, 1, 2), (2, 1, 3), (4, 1, 0), (4, 1, 1), (4, 1, 2), (4, 1, 3),
+           (1, 2, 0), (1, 4, 0), (2, 2, 0), (2, 2, 3), (3, 1, 0), (3, 1, 1), (3, 1, 2), (3, 1, 3)]
+
+
+@pytest.fixture(scope="module")
+def reference():
+    """One process, in this process: what every layout must reproduce."""
+    report = run_threads(lambda c: train_rank(c, dp=1, tp=1, zero=0, steps=STEPS, seed=SEED), 1, timeout=60)[0]
+    return report.losses, report.checksum_part
+
+
+@pytest.fixture(scope="module")
+def runs():
+    """``{(dp, tp, zero): TrainResult}`` of every layout, each its own MPI launch."""
+    from distlib.engines import stray_processes
+    from distlib.train.launch import train
+
+    if not _have_mpi():
+        pytest.skip("mpi4py / mpiexec not installed")
+    out = {}
+    for dp, tp, zero in LAYOUTS:
+        result = train(dp=dp, tp=tp, zero=zero, steps=STEPS, seed=SEED, timeout=60)
+        assert stray_processes(result.run_id) == []
+        out[dp, tp, zero] = result
+    return out
+
+
+def _rel(a, b) -> float:
+    return abs(a - b) / abs(b)
+
+
+@pytest.mark.engines
+@pytest.mark.slow
+@needs_mpi
+def test_every_layout_reproduces_one_process(runs, reference):
+    losses, checksum = reference
+    assert losses[-1] < losses[0]
+    for layout, result in runs.items():
+        dp, tp, _ = layout
+        assert len(result.losses) == len(result.step_seconds) == STEPS
+        assert len(result.state_bytes) == len(result.comm_bytes) == dp * tp
+        assert max(_rel(a, b) for a, b in zip(result.losses, losses)) < 1e-9, layout
+        assert _rel(result.param_checksum, checksum) < 1e-9, layout
+        assert all(s > 0 for s in result.step_seconds)
+
+
+@pytest.mark.engines
+@pytest.mark.slow
+@needs_mpi
+def test_zero_shards_what_walls_zero_stage_says(runs):
+    # Bytes by part at each rank's peak: a part ZeroStage shards is 1/dp of the whole (plus at most one unit
+    # or one chunk in flight: ZeRO-3's gathered unit, ZeRO-2's unit gradient before its reduce-scatter, ZeRO-1's
+    # reduced chunk); a part it does not shard is whole.
+    whole = {"weights": 8 * N, "grads": 8 * N, "optimizer": 16 * N}  # float64 weights and gradient, Adam m and v
+    for dp in (2, 3, 4):
+        flight = 8 * max(UNIT_MAX, math.ceil(N / dp))
+        for zero in range(4):
+            sharded = zero_stage(zero).sharded
+            for report in runs[dp, 1, zero].ranks:
+                for part, full in whole.items():
+                    base = full / dp if part in sharded else full
+                    assert base - 8 * 16 <= report.state_parts[part] <= base + flight, (dp, zero, part)
+        peaks = [max(runs[dp, 1, z].state_bytes) for z in range(4)]
+        assert peaks[0] == 4 * 8 * N  # DDP: everything whole
+        assert peaks[3] < peaks[2] < peaks[1] < peaks[0]
+    four = [max(runs[4, 1, z].state_bytes) for z in range(4)]
+    assert four[3] < 0.7 * four[2] and four[2] < 0.5 * four[0]  # well below
+
+
+def _predicted_bytes(dp: int, zero: int) -> float:
+    """Bytes per rank per step of a data-parallel layout, from the alpha-beta bytes factors of distlib.collectives."""
+    factor = {c: dl.cost_coefficients(c, dp)[1] for c in ("allreduce", "reduce_scatter", "allgather")}
+    if zero == 0:
+        return factor["allreduce"] * 8 * N
+    passes = {1: ("reduce_scatter", "allgather"), 2: ("reduce_scatter", "allgather"),
+              3: ("allgather", "allgather", "reduce_scatter")}[zero]  # fmt: skip
+    return sum(factor[c] for c in passes) * 8 * N
+
+
+@pytest.mark.engines
+@pytest.mark.slow
+@needs_mpi
+def test_bytes_sent_follow_the_alpha_beta_counts(runs):
+    for dp in (2, 3, 4):
+        sent = {z: np.mean(runs[dp, 1, z].comm_bytes) / STEPS for z in range(4)}
+        for zero in range(4):
+            assert _rel(sent[zero], _predicted_bytes(dp, zero)) < 0.01, (dp, zero)
+            # ZeRO-1 and 2 send what DDP sends; ZeRO-3 half as much again (walls.ZeroStage.traffic_factor)
+            assert _rel(sent[zero] / sent[0], zero_stage(zero).traffic_factor) < 0.03, (dp, zero)
+    # Tensor parallelism: per block and step, two all-reduces of the activations forward and two backward.
+    for tp in (2, 4):
+        activations = GLOBAL_BATCH * CONFIG.seq * CONFIG.hidden * 8
+        want = 4 * CONFIG.layers * dl.cost_coefficients("allreduce", tp)[1] * activations
+        assert _rel(np.mean(runs[1, tp, 0].comm_bytes) / STEPS, want) < 0.01, tp

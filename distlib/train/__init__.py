@@ -1,7 +1,34 @@
-"""The book's tiny real trainer: one small transformer, trained by every parallel layout on real ranks.
+"""The book's tiny real trainer: one small transformer, trained with each parallel layout on real ranks.
 
-``python -m distlib.train --dp D --tp T --zero Z --steps K --seed S --engine mpi --json``
-(:mod:`distlib.train.__main__`).
+::
+
+    python -m distlib.train --dp D --tp T --zero Z --steps K --seed S --engine mpi --json
+
+starts ``D * T`` MPI ranks itself and prints one JSON object: ``losses``
+(one per step), ``param_checksum`` (the float64 sum of every parameter
+after the last step), ``state_bytes`` and ``comm_bytes`` (one per rank:
+parameter + gradient + optimizer-state bytes held at peak, bytes sent) and
+``step_seconds`` (one per step, the slowest rank's). Every layout
+reproduces one process (``--dp 1 --tp 1 --zero 0``) to rounding.
+
+Parts, one concept each:
+
+* :mod:`~distlib.train.model` -- the model (float64 NumPy, backward pass by
+  hand), its units and how tensor parallelism splits them;
+* :mod:`~distlib.train.data` -- the synthetic token stream, from a seed;
+* :mod:`~distlib.train.adam` -- Adam, element-wise, so shards update alone;
+* :mod:`~distlib.train.layout` -- DDP and ZeRO-1/2/3 over the book's
+  collectives, and what each rank holds and sends;
+* :mod:`~distlib.train.worker` -- one rank's program;
+* :mod:`~distlib.train.results` -- the ranks' typed reports and the run's result;
+* :mod:`~distlib.train.launch` -- the flags' bounds and :func:`train`, which starts the ranks;
+* :mod:`~distlib.train.__main__` -- the command line.
+
+Not yet built: pipeline parallelism (``--pp`` above 1) and the gloo engine
+(``--engine gloo``); the command says so and starts nothing.
 """
 
-__all__: list = []
+from .launch import train
+from .results import RankReport, TrainResult
+
+__all__ = ["train", "TrainResult", "RankReport"]

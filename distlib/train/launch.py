@@ -1,0 +1,124 @@
+"""Checking a layout's flags, starting its ranks, and reading their reports back typed.
+
+:func:`train` is what ``python -m distlib.train`` calls: it checks every
+flag first (:func:`layout_problem`, one line naming the flag and its range,
+before any process starts), launches ``dp * tp`` ranks of
+:mod:`distlib.train.worker` with :func:`distlib.engines.run_mpi` (the one
+launch path: its timeout, its watchdog, its clean-up), and folds their
+:class:`~distlib.train.results.RankReport` s into a
+:class:`~distlib.train.results.TrainResult`.
+"""
+
+from __future__ import annotations
+
+from ..limits import launch_problem
+from ..walls import ZERO_STAGES
+from .data import GLOBAL_BATCH
+from .model import Config
+from .results import RankReport, TrainResult
+
+__all__ = ["ENGINES", "MAX_STEPS", "MAX_SEED", "layout_problem", "check_layout", "train"]
+
+ENGINES = ("mpi", "gloo")
+"""What ``--engine`` names; only ``mpi`` is built so far."""
+MAX_STEPS = 100_000
+MAX_SEED = 2**32 - 1
+
+
+def _divisors(n: int) -> list:
+    return [d for d in range(1, n + 1) if n % d == 0]
+
+
+def _tp_choices(config: Config) -> list:
+    return [t for t in _divisors(config.heads) if config.hidden % t == 0 and config.ffn % t == 0]
+
+
+def _range_problem(name: str, value, low: int, high: int) -> str | None:
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        return f"--{name} must be an integer from {low} to {high}, got {value!r}"
+    return None
+
+
+def layout_problem(*, dp, tp, pp, zero, steps, seed, engine, timeout, config: Config = Config(),
+                   max_ranks: int | None = None) -> str | None:  # fmt: skip
+    """The first flag out of its range, as one line naming it and the range; ``None`` if all fit.
+
+    Examples
+    --------
+    >>> print(layout_problem(dp=2, tp=3, pp=1, zero=0, steps=5, seed=0, engine="mpi", timeout=60.0))
+    --tp must divide heads (4), hidden (32) and ffn (128): one of 1, 2, 4; got 3
+    >>> print(layout_problem(dp=5, tp=1, pp=1, zero=0, steps=5, seed=0, engine="mpi", timeout=60.0))
+    --dp must divide the global batch of 12 sequences: one of 1, 2, 3, 4, 6, 12; got 5
+    """
+    if max_ranks is None:
+        from ..engines._processes import max_ranks as machine_ranks
+
+        max_ranks = machine_ranks()
+    for name, value, low, high in (("dp", dp, 1, max_ranks), ("tp", tp, 1, max_ranks), ("pp", pp, 1, max_ranks),
+                                   ("zero", zero, min(ZERO_STAGES), max(ZERO_STAGES)), ("steps", steps, 1, MAX_STEPS),
+                                   ("seed", seed, 0, MAX_SEED)):  # fmt: skip
+        problem = _range_problem(name, value, low, high)
+        if problem:
+            return problem
+    if engine not in ENGINES:
+        return f"--engine must be one of {', '.join(ENGINES)}; got {engine!r}"
+    if pp != 1:
+        return f"--pp {pp}: pipeline parallelism is not yet built (only --pp 1)"
+    if engine != "mpi":
+        return f"--engine {engine}: the trainer on torch.distributed is not yet built (use --engine mpi)"
+    problem = launch_problem(timeout=timeout)
+    if problem:
+        return problem
+    if dp * tp * pp > max_ranks:
+        return f"--dp times --tp must be at most {max_ranks} ranks on this machine, got {dp * tp * pp}"
+    if tp not in _tp_choices(config):
+        return (f"--tp must divide heads ({config.heads}), hidden ({config.hidden}) and ffn ({config.ffn}): "
+                f"one of {', '.join(map(str, _tp_choices(config)))}; got {tp}")
+    if GLOBAL_BATCH % dp:
+        return (f"--dp must divide the global batch of {GLOBAL_BATCH} sequences: one of "
+                f"{', '.join(map(str, _divisors(GLOBAL_BATCH)))}; got {dp}")
+    return None
+
+
+def check_layout(**flags) -> None:
+    """Raise ``ValueError`` with :func:`layout_problem`'s line if a flag is out of range or names what is not built."""
+    problem = layout_problem(**flags)
+    if problem:
+        raise ValueError(problem)
+
+
+def train(*, dp: int = 1, tp: int = 1, pp: int = 1, zero: int = 0, steps: int = 10, seed: int = 0,
+          engine: str = "mpi", timeout: float = 300.0) -> TrainResult:  # fmt: skip
+    """Train the book's model with a layout on ``dp * tp`` MPI ranks; the run's :class:`TrainResult`.
+
+    Parameters
+    ----------
+    dp, tp : int
+        Data-parallel and tensor-parallel ranks.
+    pp : int
+        Pipeline stages: 1 (pipelines are not built yet).
+    zero : int
+        ZeRO stage, 0 (DDP) to 3 (:mod:`distlib.train.layout`).
+    steps, seed : int
+        Training steps; the seed of the parameters and of the data.
+    engine : {"mpi"}
+    timeout : float
+        Seconds before the run is declared hung and every rank stopped.
+
+    Raises
+    ------
+    ValueError
+        A flag out of range, or naming a part not built yet (``pp > 1``, ``engine="gloo"``), before any
+        process starts.
+    distlib.engines.RunError
+        A rank failed, stalled or the run timed out (the message names the rank).
+    """
+    check_layout(dp=dp, tp=tp, pp=pp, zero=zero, steps=steps, seed=seed, engine=engine, timeout=timeout)
+    from ..engines.launch import run_mpi
+    from ..engines.report import read_all
+
+    args = ["--dp", dp, "--tp", tp, "--zero", zero, "--steps", steps, "--seed", seed]
+    result = run_mpi("distlib.train.worker", dp * tp, args=[str(a) for a in args], timeout=timeout)
+    reports = read_all(result, RankReport)
+    return TrainResult.from_ranks(reports, dp=dp, tp=tp, zero=zero, seed=seed, log=result.stderr[0],
+                                  run_id=result.run_id)

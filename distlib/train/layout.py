@@ -1,0 +1,302 @@
+"""How the trainer's parameters, gradients and Adam moments sit on ranks, and what the ranks send.
+
+Data parallelism over ``dp`` ranks, with ZeRO stages (Rajbhandari et al.
+2020) choosing what each rank keeps whole and what it keeps one shard of;
+which parts a stage shards is :func:`distlib.walls.zero_stage`'s
+``sharded``, read here, never restated. Every byte moves through the book's
+own collectives (:mod:`distlib.engines.algorithms`, ring algorithm):
+
+``zero=0`` (DDP)
+    Everything whole on every rank. After the backward pass one
+    all-reduce of the flat gradient (all units in one buffer), divided by
+    ``dp``; every rank applies the same Adam step.
+``zero=1``
+    Adam's moments sharded: rank ``r`` owns chunk ``r`` of the flat
+    parameter vector (:func:`distlib.chunk_bounds`: lengths differ by at
+    most one when ``dp`` does not divide it). After the backward pass a
+    reduce-scatter of the flat gradient gives each rank the summed gradient
+    of its chunk only; it updates that chunk, and an all-gather (with the
+    chunks' ``counts``) brings every rank the whole vector. Not an
+    all-reduce: that would send ``(p - 1) / p`` of the gradient more and
+    throw away all but a chunk of what it brought; DeepSpeed's stage 1 also
+    reduces with a reduce-scatter by default (its ``reduce_scatter`` option).
+    Same bytes as DDP.
+``zero=2``
+    Gradients sharded too, unit by unit as the backward pass makes them (a
+    unit being the embeddings, a block, or the head, like one of
+    DeepSpeed's gradient buckets): right after a unit's backward, a
+    reduce-scatter of its gradient; the rank keeps its chunk and frees the
+    rest. Then the update of its chunks and one all-gather per unit. Same
+    bytes as DDP.
+``zero=3``
+    Parameters sharded as well: before each unit's forward, and again
+    before its backward, an all-gather of that unit's parameters, freed
+    after use; a reduce-scatter of its gradient right after its backward.
+    No all-gather after the update. 1.5 times DDP's bytes.
+
+Tensor parallelism (``tp`` ranks, Megatron) lives in the model
+(:mod:`distlib.train.model`): each rank holds its part of every unit, and
+the blocks call :func:`~distlib.engines.algorithms.allreduce` over the
+tensor-parallel group where the model asks. With both, rank
+``d * tp + t`` is tensor-parallel rank ``t`` of data-parallel group
+member ``d``: two sets of sub-communicators
+(:class:`~distlib.engines.comm.SubComm`) of the world, and the
+data-parallel layouts above act on each rank's tensor-parallel part.
+
+What is counted: :class:`Ledger` adds the bytes of every parameter,
+gradient and moment array a layout holds, when it allocates it, and
+keeps the peak: ZeRO-3's gathered unit and ZeRO-2's whole unit gradient
+(before its reduce-scatter) included. The collectives' own work buffers
+are not (the ring's scratch, the copy ``reduce_scatter`` reduces in, the
+vector ``allgather`` returns before it replaces the old one): an engine's
+in-place collectives need none of them. Bytes sent are counted where the
+collectives send them (:class:`~distlib.engines.comm.CountingComm`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..engines.algorithms import allgather, allreduce, reduce_scatter
+from ..ring import chunk_bounds
+from ..walls import zero_stage
+from .adam import Adam
+from .model import Config, backward_unit, forward_unit
+
+__all__ = ["PARTS", "Ledger", "Shards", "Replicated", "ShardedOptimizer", "ShardedGradients", "ShardedParameters",
+           "make_layout", "forward_backward"]
+
+PARTS = ("weights", "grads", "optimizer")
+"""What a :class:`Ledger` counts, named as :class:`distlib.walls.StateBytes` names them."""
+
+
+class Ledger:
+    """Bytes of model state one rank holds now, by part, and the most it ever held (:attr:`peak`).
+
+    >>> ledger = Ledger()
+    >>> ledger.hold("weights", np.zeros(4)); ledger.hold("grads", np.zeros(2)); ledger.free("grads", np.zeros(2))
+    >>> ledger.now, ledger.peak, ledger.at_peak
+    ({'weights': 32, 'grads': 0, 'optimizer': 0}, 48, {'weights': 32, 'grads': 16, 'optimizer': 0})
+    """
+
+    def __init__(self):
+        self.now = dict.fromkeys(PARTS, 0)
+        self.peak = 0
+        self.at_peak = dict(self.now)
+        """The parts at the moment of the peak."""
+
+    def hold(self, part: str, array) -> None:
+        self.now[part] += int(array.nbytes)
+        total = sum(self.now.values())
+        if total > self.peak:
+            self.peak, self.at_peak = total, dict(self.now)
+
+    def free(self, part: str, array) -> None:
+        self.now[part] -= int(array.nbytes)
+
+
+class Shards:
+    """Rank ``rank``'s chunk of each of several flat segments of lengths ``sizes``, over ``p`` ranks.
+
+    >>> s = Shards([10, 3], 4, 1)
+    >>> s.counts, s.ranges, s.size
+    ([[3, 3, 2, 2], [1, 1, 1, 0]], [(3, 6), (1, 2)], 4)
+    """
+
+    def __init__(self, sizes, p: int, rank: int):
+        self.bounds = [chunk_bounds(n, p) for n in sizes]
+        self.counts = [np.diff(b).tolist() for b in self.bounds]
+        self.ranges = [(int(b[rank]), int(b[rank + 1])) for b in self.bounds]
+        self.size = sum(hi - lo for lo, hi in self.ranges)
+
+    def pieces(self, flat) -> list:
+        """Views of ``flat`` (the chunks laid end to end, :attr:`size` elements), one per segment."""
+        out, start = [], 0
+        for lo, hi in self.ranges:
+            out.append(flat[start : start + hi - lo])
+            start += hi - lo
+        return out
+
+
+class _Layout:
+    """What every layout shares: the units, the data-parallel group, Adam, the ledger."""
+
+    def __init__(self, specs, units, comm, adam: Adam, ledger: Ledger):
+        self.specs, self.comm, self.adam, self.ledger = specs, comm, adam, ledger
+        self.sizes = [spec.size for spec in specs]
+        self.offsets = np.concatenate([[0], np.cumsum(self.sizes)]).astype(int).tolist()
+        self.p = comm.size
+
+    def _whole(self, units, part: str):
+        flat = np.concatenate(units) if units is not None else np.zeros(self.offsets[-1])
+        self.ledger.hold(part, flat)
+        return flat
+
+    def _unit(self, flat, k: int):
+        return flat[self.offsets[k] : self.offsets[k + 1]]
+
+    def params(self, k: int):
+        """Unit ``k``'s parameters (flat), to run its forward or backward pass."""
+        return self._unit(self.weights, k)
+
+    def release(self, k: int) -> None:
+        """Unit ``k``'s forward pass is done."""
+
+    def grad_buffer(self, k: int):
+        """Where unit ``k``'s backward pass writes its gradient."""
+        return self._unit(self.grads, k)
+
+    def grad_done(self, k: int) -> None:
+        """Unit ``k``'s backward pass is done."""
+
+    def owned(self, k: int) -> tuple:
+        """``(start, values)``: the chunk of unit ``k`` this data-parallel rank answers for, and where it starts."""
+        lo, hi = Shards([self.sizes[k]], self.p, self.comm.rank).ranges[0]
+        return lo, self.params(k)[lo:hi]
+
+
+class Replicated(_Layout):
+    """``zero=0``: plain data parallelism (DDP), one all-reduce of the whole flat gradient."""
+
+    def __init__(self, specs, units, comm, adam, ledger):
+        super().__init__(specs, units, comm, adam, ledger)
+        self.weights = self._whole(units, "weights")
+        self.grads = self._whole(None, "grads")
+        self.m, self.v = self._whole(None, "optimizer"), self._whole(None, "optimizer")
+
+    def update(self, step: int) -> None:
+        allreduce(self.comm, self.grads)
+        self.grads /= self.p
+        self.adam.update(self.weights, self.grads, self.m, self.v, step=step)
+
+
+class ShardedOptimizer(_Layout):
+    """``zero=1``: Adam's moments for one chunk of the flat vector; reduce-scatter, update the chunk, all-gather."""
+
+    def __init__(self, specs, units, comm, adam, ledger):
+        super().__init__(specs, units, comm, adam, ledger)
+        self.weights = self._whole(units, "weights")
+        self.grads = self._whole(None, "grads")
+        self.chunk = Shards([self.offsets[-1]], self.p, comm.rank)
+        self.m, self.v = np.zeros(self.chunk.size), np.zeros(self.chunk.size)
+        ledger.hold("optimizer", self.m)
+        ledger.hold("optimizer", self.v)
+
+    def update(self, step: int) -> None:
+        mine = reduce_scatter(self.comm, self.grads)  # the summed gradient of this rank's chunk only
+        self.ledger.hold("grads", mine)
+        mine /= self.p
+        lo, hi = self.chunk.ranges[0]
+        self.adam.update(self.weights[lo:hi], mine, self.m, self.v, step=step)
+        self.ledger.free("grads", mine)
+        self.weights[...] = allgather(self.comm, self.weights[lo:hi], counts=self.chunk.counts[0])
+
+
+class ShardedGradients(_Layout):
+    """``zero=2``: also the gradient, one chunk per unit, reduce-scattered as soon as the unit's backward ends."""
+
+    def __init__(self, specs, units, comm, adam, ledger):
+        super().__init__(specs, units, comm, adam, ledger)
+        self.weights = self._whole(units, "weights")
+        self.shards = Shards(self.sizes, self.p, comm.rank)
+        self.grad_chunks = np.zeros(self.shards.size)
+        self.m, self.v = np.zeros(self.shards.size), np.zeros(self.shards.size)
+        ledger.hold("grads", self.grad_chunks)
+        ledger.hold("optimizer", self.m)
+        ledger.hold("optimizer", self.v)
+        self._grad = None
+
+    def grad_buffer(self, k: int):
+        self._grad = np.empty(self.sizes[k])  # the whole unit's gradient, only until it is reduce-scattered
+        self.ledger.hold("grads", self._grad)
+        return self._grad
+
+    def grad_done(self, k: int) -> None:
+        self.shards.pieces(self.grad_chunks)[k][...] = reduce_scatter(self.comm, self._grad)
+        self.ledger.free("grads", self._grad)
+        self._grad = None
+
+    def update(self, step: int) -> None:
+        self.grad_chunks /= self.p
+        pieces = [self.shards.pieces(a) for a in (self.grad_chunks, self.m, self.v)]
+        for k, (lo, hi) in enumerate(self.shards.ranges):
+            unit = self._unit(self.weights, k)
+            self.adam.update(unit[lo:hi], pieces[0][k], pieces[1][k], pieces[2][k], step=step)
+            unit[...] = allgather(self.comm, unit[lo:hi], counts=self.shards.counts[k])
+
+
+class ShardedParameters(_Layout):
+    """``zero=3``: the parameters too; a unit is all-gathered before its forward and its backward, freed after."""
+
+    def __init__(self, specs, units, comm, adam, ledger):
+        super().__init__(specs, units, comm, adam, ledger)
+        self.shards = Shards(self.sizes, self.p, comm.rank)
+        self.weight_chunks = np.concatenate([u[lo:hi] for u, (lo, hi) in zip(units, self.shards.ranges)])
+        self.grad_chunks = np.zeros(self.shards.size)
+        self.m, self.v = np.zeros(self.shards.size), np.zeros(self.shards.size)
+        for part, array in (("weights", self.weight_chunks), ("grads", self.grad_chunks), ("optimizer", self.m),
+                            ("optimizer", self.v)):  # fmt: skip
+            ledger.hold(part, array)
+        self._gathered, self._grad = {}, None
+
+    def params(self, k: int):
+        if k not in self._gathered:
+            piece = self.shards.pieces(self.weight_chunks)[k]
+            self._gathered[k] = allgather(self.comm, piece, counts=self.shards.counts[k])
+            self.ledger.hold("weights", self._gathered[k])
+        return self._gathered[k]
+
+    def release(self, k: int) -> None:
+        self.ledger.free("weights", self._gathered.pop(k))
+
+    def grad_buffer(self, k: int):
+        self._grad = np.empty(self.sizes[k])
+        self.ledger.hold("grads", self._grad)
+        return self._grad
+
+    def grad_done(self, k: int) -> None:
+        self.shards.pieces(self.grad_chunks)[k][...] = reduce_scatter(self.comm, self._grad)
+        self.ledger.free("grads", self._grad)
+        self._grad = None
+        self.release(k)
+
+    def owned(self, k: int) -> tuple:
+        return self.shards.ranges[k][0], self.shards.pieces(self.weight_chunks)[k]
+
+    def update(self, step: int) -> None:
+        self.grad_chunks /= self.p
+        self.adam.update(self.weight_chunks, self.grad_chunks, self.m, self.v, step=step)
+
+
+_LAYOUTS = {0: Replicated, 1: ShardedOptimizer, 2: ShardedGradients, 3: ShardedParameters}
+
+
+def make_layout(zero: int, specs, units, comm, *, adam: Adam, ledger: Ledger) -> _Layout:
+    """The layout of ZeRO stage ``zero`` over the data-parallel group ``comm``, holding ``units`` (flat, this rank's).
+
+    The class follows from what :func:`distlib.walls.zero_stage` says the stage shards.
+    """
+    sharded = zero_stage(zero).sharded
+    level = 3 if "weights" in sharded else 2 if "grads" in sharded else 1 if "optimizer" in sharded else 0
+    return _LAYOUTS[level](specs, units, comm, adam, ledger)
+
+
+def forward_backward(layout: _Layout, config: Config, tokens, targets, *, reduce=None) -> float:
+    """One forward and backward pass over every unit, through ``layout``; returns this rank's mean loss.
+
+    ``reduce`` sums a buffer over the tensor-parallel group (``None`` without one).
+    """
+    specs = layout.specs
+    x, caches = tokens, []
+    for k, spec in enumerate(specs):
+        head = k == len(specs) - 1
+        x, cache = forward_unit(spec, layout.params(k), x, config=config, targets=targets if head else None,
+                                reduce=reduce)  # fmt: skip
+        layout.release(k)
+        caches.append(cache)
+    loss, dy = x, None
+    for k in range(len(specs) - 1, -1, -1):
+        grad = layout.grad_buffer(k)
+        dy = backward_unit(specs[k], layout.params(k), dy, caches[k], grad, config=config, reduce=reduce)
+        layout.grad_done(k)
+    return loss

@@ -1,0 +1,102 @@
+"""One rank of the trainer: ``python -m mpi4py -m distlib.train.worker --dp D --tp T --zero Z --steps K --seed S``.
+
+:func:`distlib.train.launch.train` starts ``D * T`` of these with
+:func:`distlib.engines.run_mpi`; each trains its part of the model
+(:func:`train_rank`) and hands back a :class:`~distlib.train.results.RankReport`
+as one report line (:mod:`distlib.engines.report`). Progress goes to
+stderr, from rank 0.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+import numpy as np
+
+from ..engines.algorithms import allreduce
+from ..engines.comm import CountingComm, SubComm
+from .adam import Adam
+from .data import global_batch, local_batch
+from .layout import Ledger, forward_backward, make_layout
+from .model import Config, init_units, shard_unit, unit_specs
+from .results import RankReport
+
+__all__ = ["groups", "train_rank", "main"]
+
+
+def groups(rank: int, dp: int, tp: int) -> tuple:
+    """``(dp_rank, tp_rank, dp_group, tp_group)`` of world rank ``rank``: rank ``d * tp + t`` is ``(d, t)``.
+
+    Tensor-parallel groups are runs of neighbouring ranks (on a real
+    machine, the GPUs of one node); a data-parallel group takes one rank
+    of each.
+
+    >>> groups(5, 2, 4)
+    (1, 1, [1, 5], [4, 5, 6, 7])
+    """
+    dp_rank, tp_rank = divmod(rank, tp)
+    return dp_rank, tp_rank, [d * tp + tp_rank for d in range(dp)], [dp_rank * tp + t for t in range(tp)]
+
+
+def _checksum_part(layout, specs, tp_rank: int) -> float:
+    """This rank's share of the sum of every parameter: its chunks, without the replicated copies off ``tp_rank`` 0."""
+    total = 0.0
+    for k, spec in enumerate(specs):
+        start, values = layout.owned(k)
+        keep = 1.0 - spec.replicated_mask() if tp_rank else np.ones(spec.size)
+        total += float(np.sum(values * keep[start : start + len(values)]))
+    return total
+
+
+def train_rank(comm, *, dp: int, tp: int, zero: int, steps: int, seed: int, config: Config = Config(),
+               adam: Adam = Adam(), say=None) -> RankReport:  # fmt: skip
+    """Train on this rank of ``comm`` (``dp * tp`` ranks) for ``steps`` steps; this rank's report.
+
+    ``say(text)``, if given, is called with a progress line after each step.
+    """
+    if comm.size != dp * tp:
+        raise ValueError(f"the run has {comm.size} ranks; dp * tp is {dp * tp}")
+    counted = CountingComm(comm)
+    dp_rank, tp_rank, dp_group, tp_group = groups(comm.rank, dp, tp)
+    dp_comm, tp_comm = SubComm(counted, dp_group), SubComm(counted, tp_group)
+    specs = unit_specs(config, tp)
+    units = [shard_unit(full, flat, tp_rank, tp) for full, flat in zip(unit_specs(config), init_units(config, seed))]
+    ledger = Ledger()
+    layout = make_layout(zero, specs, units, dp_comm, adam=adam, ledger=ledger)
+    del units
+    reduce = (lambda buf: allreduce(tp_comm, buf)) if tp > 1 else None
+    losses, seconds = [], []
+    for step in range(1, steps + 1):
+        start = time.perf_counter()
+        tokens, targets = local_batch(*global_batch(seed, step - 1, seq=config.seq, vocab=config.vocab), dp_rank, dp)
+        loss = np.array([forward_backward(layout, config, tokens, targets, reduce=reduce)])
+        layout.update(step)
+        allreduce(dp_comm, loss)  # the global batch's loss: the mean of the ranks' means
+        losses.append(float(loss[0] / dp))
+        seconds.append(time.perf_counter() - start)
+        if say is not None:
+            say(f"step {step}/{steps}  loss {losses[-1]:.6f}  {seconds[-1] * 1e3:.1f} ms")
+    return RankReport(rank=comm.rank, dp_rank=dp_rank, tp_rank=tp_rank, losses=losses,
+                      checksum_part=_checksum_part(layout, specs, tp_rank), state_bytes=ledger.peak,
+                      state_parts=ledger.at_peak, comm_bytes=counted.bytes_sent, messages=counted.messages,
+                      step_seconds=seconds, local_params=sum(s.size for s in specs))  # fmt: skip
+
+
+def main(argv=None) -> None:
+    """Entry point of one MPI rank (arguments already checked by the launching side)."""
+    from ..engines.mpi import world
+    from ..engines.report import emit
+
+    parser = argparse.ArgumentParser(prog="python -m distlib.train.worker")
+    for name in ("dp", "tp", "zero", "steps", "seed"):
+        parser.add_argument(f"--{name}", type=int, required=True)
+    ns = parser.parse_args(sys.argv[1:] if argv is None else argv)
+    comm = world()
+    say = (lambda text: print(text, file=sys.stderr, flush=True)) if comm.rank == 0 else None
+    emit(train_rank(comm, dp=ns.dp, tp=ns.tp, zero=ns.zero, steps=ns.steps, seed=ns.seed, say=say))
+
+
+if __name__ == "__main__":
+    main()
