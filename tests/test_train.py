@@ -9,18 +9,30 @@ a timeout and leaves no process behind.
 from __future__ import annotations
 
 import importlib.util
+import json
 import math
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
 
 import numpy as np
+import psutil
 import pytest
 
 import distlib as dl
+from distlib.engines._processes import max_ranks  # the machine's bound on ranks, as the bench reads it
 from distlib.engines.comm import run_threads
+from distlib.train.__main__ import main
 from distlib.train.data import GLOBAL_BATCH, global_batch
 from distlib.train.model import Config, init_units, loss_and_grads, unit_specs
 from distlib.train.worker import train_rank
 from distlib.walls import zero_stage
 
+ROOT = Path(__file__).resolve().parents[1]
 STEPS = 3
 SEED = 7
 CONFIG = Config()
@@ -41,6 +53,10 @@ def _have_mpi() -> bool:
 
 
 needs_mpi = pytest.mark.skipif(not _have_mpi(), reason="mpi4py / mpiexec not installed (pip install mpi4py mpich)")
+
+
+def _env() -> dict:
+    return {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
 
 
 # ---------------------------------------------------------------------------
@@ -113,7 +129,8 @@ def test_the_global_batch_splits_or_is_refused():
 #: (dp, tp, zero): DDP, ZeRO-1/2/3 at 2 and 4 ranks, tensor parallelism at 2 and 4, both together,
 #: and 3 ranks, whose chunks of the flat vector (105280 elements) are uneven.
 LAYOUTS = [(2, 1, 0), (2, 1, 1), (2, 1, 2), (2, 1, 3), (4, 1, 0), (4, 1, 1), (4, 1, 2), (4, 1, 3),
-           (1, 2, 0), (1, 4, 0), (2, 2, 0), (2, 2, 3), (3, 1, 0), (3, 1, 1), (3, 1, 2), (3, 1, 3)]
+           (1, 2, 0), (1, 4, 0), (2, 2, 3), (3, 1, 0), (3, 1, 1), (3, 1, 2), (3, 1, 3)]
+CLI_LAYOUT = (2, 2, 0)  # run through the command line, --json
 
 
 @pytest.fixture(scope="module")
@@ -125,9 +142,10 @@ def reference():
 
 @pytest.fixture(scope="module")
 def runs():
-    """``{(dp, tp, zero): TrainResult}`` of every layout, each its own MPI launch."""
+    """``{(dp, tp, zero): TrainResult}`` of every layout, each its own MPI launch (and one through the CLI)."""
     from distlib.engines import stray_processes
     from distlib.train.launch import train
+    from distlib.train.results import TrainResult
 
     if not _have_mpi():
         pytest.skip("mpi4py / mpiexec not installed")
@@ -136,6 +154,17 @@ def runs():
         result = train(dp=dp, tp=tp, zero=zero, steps=STEPS, seed=SEED, timeout=60)
         assert stray_processes(result.run_id) == []
         out[dp, tp, zero] = result
+    dp, tp, zero = CLI_LAYOUT
+    cli = subprocess.run([sys.executable, "-m", "distlib.train", "--dp", str(dp), "--tp", str(tp), "--zero", str(zero),
+                          "--steps", str(STEPS), "--seed", str(SEED), "--engine", "mpi", "--json"],
+                         capture_output=True, text=True, timeout=90, env=_env(), cwd=ROOT)  # fmt: skip
+    assert cli.returncode == 0, cli.stderr
+    lines = cli.stdout.splitlines()
+    assert len(lines) == 1  # one JSON object, nothing else on stdout
+    body = json.loads(lines[0])
+    assert list(body) == ["losses", "param_checksum", "state_bytes", "comm_bytes", "step_seconds"]
+    assert f"step {STEPS}/{STEPS}" in cli.stderr  # progress on stderr
+    out[CLI_LAYOUT] = TrainResult(dp=dp, tp=tp, zero=zero, seed=SEED, **body)
     return out
 
 
@@ -206,3 +235,108 @@ def test_bytes_sent_follow_the_alpha_beta_counts(runs):
         activations = GLOBAL_BATCH * CONFIG.seq * CONFIG.hidden * 8
         want = 4 * CONFIG.layers * dl.cost_coefficients("allreduce", tp)[1] * activations
         assert _rel(np.mean(runs[1, tp, 0].comm_bytes) / STEPS, want) < 0.01, tp
+
+
+# ---------------------------------------------------------------------------
+# The command line: bad flags, a rank killed mid-run
+# ---------------------------------------------------------------------------
+
+BAD = [
+    (["--zero", "4"], "--zero must be an integer from 0 to 3, got 4"),
+    (["--dp", "0"], "--dp must be an integer from 1 to"),
+    (["--tp", "3"], "--tp must divide heads (4), hidden (32) and ffn (128): one of 1, 2, 4; got 3"),
+    (["--dp", "5"], "--dp must divide the global batch of 12 sequences: one of 1, 2, 3, 4, 6, 12; got 5"),
+    (["--dp", str(max_ranks()), "--tp", "2"], f"--dp times --tp must be at most {max_ranks()} ranks on this machine"),
+    (["--steps", "0"], "--steps must be an integer from 1 to 100000, got 0"),
+    (["--pp", "2"], "--pp 2: pipeline parallelism is not yet built"),
+    (["--engine", "gloo"], "--engine gloo: the trainer on torch.distributed is not yet built"),
+    (["--engine", "nccl"], "--engine must be one of mpi, gloo; got 'nccl'"),
+    (["--timeout", "0"], "--timeout must be more than 0"),
+    (["--dp", "two"], "argument --dp: invalid int value: 'two'"),
+]
+
+
+@pytest.mark.parametrize("argv, text", BAD)
+def test_a_bad_flag_is_one_line_and_starts_nothing(argv, text, capsys, monkeypatch):
+    import distlib.engines.launch as launch
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("a process was started")
+
+    monkeypatch.setattr(launch, "run_mpi", refuse)
+    try:
+        status = main(argv)
+    except SystemExit as exc:  # argparse's own checks (types), through the one-line error
+        status = exc.code
+    err = capsys.readouterr().err
+    assert status == 2
+    assert err.count("\n") == 1 and err.startswith("python -m distlib.train: ") and text in err
+
+
+def test_a_bad_flag_from_the_shell_is_one_line_without_a_traceback():
+    proc = subprocess.run([sys.executable, "-m", "distlib.train", "--tp", "3", "--json"], capture_output=True, text=True,
+                          timeout=60, env=_env(), cwd=ROOT)  # fmt: skip
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.splitlines() == ["python -m distlib.train: --tp must divide heads (4), hidden (32) and ffn "
+                                        "(128): one of 1, 2, 4; got 3"]  # fmt: skip
+
+
+def _tagged(tag: str) -> list:
+    found = []
+    for proc in psutil.process_iter(["pid", "status"]):
+        if proc.info["status"] == psutil.STATUS_ZOMBIE or proc.pid == os.getpid():
+            continue
+        try:
+            if proc.environ().get("TRAIN_TEST_TAG") == tag:
+                found.append(proc)
+        except (psutil.Error, OSError):
+            continue
+    return found
+
+
+def _rank_process(tag: str, rank: int):
+    """The rank's own process: ``PMI_RANK=rank``, the child of its guard (the process Hydra started)."""
+    mine = []
+    for proc in _tagged(tag):
+        try:
+            if proc.environ().get("PMI_RANK") == str(rank) and "distlib.train.worker" in " ".join(proc.cmdline()):
+                mine.append(proc)
+        except (psutil.Error, OSError):
+            continue
+    pids = {p.pid for p in mine}
+    children = [p for p in mine if p.ppid() in pids]
+    return children[0] if children else None
+
+
+@pytest.mark.engines
+@pytest.mark.slow
+@needs_mpi
+def test_a_rank_killed_mid_run_ends_the_run_named_and_leaves_nothing():
+    tag = uuid.uuid4().hex
+    start = time.monotonic()
+    argv = ["--dp", "2", "--steps", "100000", "--timeout", "60", "--json"]
+    proc = subprocess.Popen([sys.executable, "-m", "distlib.train", *argv], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True,
+                            env={**_env(), "TRAIN_TEST_TAG": tag}, cwd=ROOT)  # fmt: skip
+    try:
+        victim = None
+        while victim is None and time.monotonic() - start < 30:
+            time.sleep(0.2)
+            victim = _rank_process(tag, 1)
+        assert victim is not None, "rank 1 never started"
+        time.sleep(1.5)  # well into training: a step takes milliseconds
+        victim.send_signal(signal.SIGKILL)
+        out, err = proc.communicate(timeout=45)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate(timeout=10)
+    assert time.monotonic() - start < 60  # ended by the failure, long before the 100000 steps or the timeout
+    assert proc.returncode == 3 and out == ""
+    first = err.splitlines()[1]  # after the "starting" line
+    assert "rank 1" in first and "killed by signal 9" in first
+    assert "Traceback" not in err
+    deadline = time.monotonic() + 10
+    while _tagged(tag) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert _tagged(tag) == []
