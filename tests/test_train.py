@@ -112,6 +112,13 @@ def test_one_process_learns_and_repeats_itself():
     assert first.comm_bytes == 0 and first.state_bytes == 4 * 8 * N  # weights, gradient, Adam's m and v
 
 
+def test_a_rank_refuses_a_world_that_is_not_dp_times_tp():
+    with pytest.raises(ValueError, match=r"dp \* tp must be the number of ranks of comm \(2\), got 2 \* 2"):
+        run_threads(lambda c: train_rank(c, dp=2, tp=2, zero=0, steps=1, seed=0), 2, timeout=10)
+    with pytest.raises(ValueError, match=r"zero must be an integer in \[0, 3\], got 4"):
+        run_threads(lambda c: train_rank(c, dp=1, tp=1, zero=4, steps=1, seed=0), 1, timeout=10)
+
+
 def test_the_global_batch_splits_or_is_refused():
     from distlib.train.data import local_batch
 

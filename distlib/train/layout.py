@@ -272,9 +272,39 @@ _LAYOUTS = {0: Replicated, 1: ShardedOptimizer, 2: ShardedGradients, 3: ShardedP
 
 
 def make_layout(zero: int, specs, units, comm, *, adam: Adam, ledger: Ledger) -> _Layout:
-    """The layout of ZeRO stage ``zero`` over the data-parallel group ``comm``, holding ``units`` (flat, this rank's).
+    """The layout of ZeRO stage ``zero`` over the data-parallel group ``comm``.
 
     The class follows from what :func:`distlib.walls.zero_stage` says the stage shards.
+
+    Parameters
+    ----------
+    zero : int
+        ZeRO stage, 0 to 3.
+    specs : list of UnitSpec
+        The units as this rank holds them (its tensor-parallel part).
+    units : list of ndarray
+        Their parameters, flat, as every data-parallel rank starts them.
+    comm : Comm
+        The data-parallel group.
+    adam : Adam
+    ledger : Ledger
+        Where the layout counts the bytes it holds.
+
+    Returns
+    -------
+    Replicated, ShardedOptimizer, ShardedGradients or ShardedParameters
+
+    Examples
+    --------
+    >>> from distlib.engines.comm import run_threads
+    >>> from distlib.train.model import Config, init_units, unit_specs
+    >>> c = Config(layers=1)
+    >>> def held(comm):
+    ...     ledger = Ledger()
+    ...     make_layout(3, unit_specs(c), init_units(c, 0), comm, adam=Adam(), ledger=ledger)
+    ...     return ledger.peak
+    >>> run_threads(held, 2) == [4 * 8 * c.params // 2] * 2    # weights, gradient, m and v: half each
+    True
     """
     sharded = zero_stage(zero).sharded
     level = 3 if "weights" in sharded else 2 if "grads" in sharded else 1 if "optimizer" in sharded else 0
@@ -284,7 +314,25 @@ def make_layout(zero: int, specs, units, comm, *, adam: Adam, ledger: Ledger) ->
 def forward_backward(layout: _Layout, config: Config, tokens, targets, *, reduce=None) -> float:
     """One forward and backward pass over every unit, through ``layout``; returns this rank's mean loss.
 
-    ``reduce`` sums a buffer over the tensor-parallel group (``None`` without one).
+    Each unit's parameters come from ``layout.params`` (ZeRO-3 gathers them
+    there), and each unit's gradient goes to ``layout.grad_buffer`` and is
+    handed over with ``layout.grad_done`` (ZeRO-2 and 3 reduce-scatter it
+    there), so the pass itself is the same for every layout.
+
+    Parameters
+    ----------
+    layout
+        From :func:`make_layout`.
+    config : Config
+    tokens, targets : ndarray
+        This rank's sequences ``(batch, seq)`` and their next tokens.
+    reduce : callable, optional
+        Sums a buffer in place over the tensor-parallel group (``None`` without one).
+
+    Returns
+    -------
+    float
+        The mean cross-entropy over this rank's tokens.
     """
     specs = layout.specs
     x, caches = tokens, []

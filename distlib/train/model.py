@@ -337,11 +337,34 @@ def _head_backward(p, cache, g):
 def forward_unit(spec: UnitSpec, flat, x, *, config: Config, targets=None, reduce=None):
     """One unit's forward pass: ``(output, cache)``.
 
-    ``x`` is the token array ``(batch, seq)`` for the embeddings, the
-    activations ``(batch, seq, hidden)`` for a block or the head. The head
-    needs ``targets`` and returns the mean cross-entropy (a float) as its
-    output. ``reduce(buf)`` sums ``buf`` in place over the tensor-parallel
-    ranks (``None`` with one).
+    Parameters
+    ----------
+    spec : UnitSpec
+        The unit, as this rank holds it (:func:`unit_specs` with its ``tp``).
+    flat : ndarray
+        Its parameters, ``spec.size`` float64 values.
+    x : ndarray
+        The token array ``(batch, seq)`` for the embeddings; the activations
+        ``(batch, seq, hidden)`` for a block or the head.
+    config : Config
+    targets : ndarray, optional
+        The next tokens ``(batch, seq)``; the head needs them.
+    reduce : callable, optional
+        ``reduce(buf)`` sums ``buf`` in place over the tensor-parallel ranks
+        (``None`` with one rank).
+
+    Returns
+    -------
+    tuple
+        The unit's output (the head's: the mean cross-entropy, a float) and
+        what its backward pass needs.
+
+    Examples
+    --------
+    >>> c = Config(layers=1)
+    >>> spec, flat = unit_specs(c)[0], init_units(c, 0)[0]
+    >>> forward_unit(spec, flat, np.zeros((2, 16), int), config=c)[0].shape
+    (2, 16, 32)
     """
     p = spec.views(flat)
     if spec.name == "embed":
@@ -352,11 +375,37 @@ def forward_unit(spec: UnitSpec, flat, x, *, config: Config, targets=None, reduc
 
 
 def backward_unit(spec: UnitSpec, flat, dy, cache, grad, *, config: Config, reduce=None):
-    """One unit's backward pass: writes its gradient into ``grad`` (flat, like ``flat``), returns the input's.
+    """One unit's backward pass: writes its gradient into ``grad``, returns the gradient of its input.
 
-    ``dy`` is the gradient of the loss with respect to the unit's output
-    (ignored for the head, whose output is the loss). The embeddings return
-    ``None``: their input is tokens.
+    Parameters
+    ----------
+    spec, flat
+        As for :func:`forward_unit`.
+    dy : ndarray or None
+        The gradient of the loss with respect to the unit's output (ignored
+        for the head, whose output is the loss).
+    cache
+        What :func:`forward_unit` returned beside the output.
+    grad : ndarray
+        Where the unit's gradient goes (flat, like ``flat``; overwritten).
+    config : Config
+    reduce : callable, optional
+        As for :func:`forward_unit`.
+
+    Returns
+    -------
+    ndarray or None
+        The gradient with respect to the unit's input (``None`` for the
+        embeddings, whose input is tokens).
+
+    Examples
+    --------
+    >>> c = Config(layers=1)
+    >>> spec, flat = unit_specs(c)[0], init_units(c, 0)[0]
+    >>> y, cache = forward_unit(spec, flat, np.zeros((1, 16), int), config=c)
+    >>> grad = np.empty_like(flat)
+    >>> backward_unit(spec, flat, np.ones_like(y), cache, grad, config=c) is None, grad[:32].tolist() == [16.0] * 32
+    (True, True)
     """
     p, g = spec.views(flat), spec.views(grad)
     if spec.name == "embed":

@@ -15,8 +15,10 @@ import time
 
 import numpy as np
 
+from .._check import check_int
 from ..engines.algorithms import allreduce
 from ..engines.comm import CountingComm, SubComm
+from ..walls import ZERO_STAGES
 from .adam import Adam
 from .data import global_batch, local_batch
 from .layout import Ledger, forward_backward, make_layout
@@ -52,12 +54,46 @@ def _checksum_part(layout, specs, tp_rank: int) -> float:
 
 def train_rank(comm, *, dp: int, tp: int, zero: int, steps: int, seed: int, config: Config = Config(),
                adam: Adam = Adam(), say=None) -> RankReport:  # fmt: skip
-    """Train on this rank of ``comm`` (``dp * tp`` ranks) for ``steps`` steps; this rank's report.
+    """Train on this rank of ``comm`` for ``steps`` steps; this rank's report.
 
-    ``say(text)``, if given, is called with a progress line after each step.
+    Every rank of ``comm`` calls it with the same arguments (SPMD).
+
+    Parameters
+    ----------
+    comm : Comm
+        The world: ``dp * tp`` ranks (MPI under ``mpiexec``; threads in tests).
+    dp, tp : int
+        Data-parallel and tensor-parallel ranks (:func:`groups` places them).
+    zero : int
+        ZeRO stage, 0 to 3 (:mod:`distlib.train.layout`).
+    steps, seed : int
+        Steps to train; the seed of the parameters and of the data.
+    config, adam
+        The model's sizes and the optimizer (the defaults are the book's).
+    say : callable, optional
+        Called with a progress line after each step.
+
+    Returns
+    -------
+    RankReport
+
+    Raises
+    ------
+    ValueError
+        ``comm`` does not have ``dp * tp`` ranks, or an argument is out of range.
+
+    Examples
+    --------
+    >>> from distlib.engines.comm import run_threads
+    >>> one, two = (run_threads(lambda c: train_rank(c, dp=p, tp=1, zero=p - 1, steps=2, seed=0), p)[0] for p in (1, 2))
+    >>> abs(one.losses[-1] - two.losses[-1]) < 1e-12, one.comm_bytes, two.comm_bytes > 0
+    (True, 0, True)
     """
+    dp, tp, steps = (check_int(n, v, minimum=1) for n, v in (("dp", dp), ("tp", tp), ("steps", steps)))
+    zero = check_int("zero", zero, minimum=min(ZERO_STAGES), maximum=max(ZERO_STAGES))
+    seed = check_int("seed", seed, minimum=0)
     if comm.size != dp * tp:
-        raise ValueError(f"the run has {comm.size} ranks; dp * tp is {dp * tp}")
+        raise ValueError(f"dp * tp must be the number of ranks of comm ({comm.size}), got {dp} * {tp}")
     counted = CountingComm(comm)
     dp_rank, tp_rank, dp_group, tp_group = groups(comm.rank, dp, tp)
     dp_comm, tp_comm = SubComm(counted, dp_group), SubComm(counted, tp_group)
