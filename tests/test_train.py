@@ -218,13 +218,16 @@ def test_zero_shards_what_walls_zero_stage_says(runs):
 
 
 def _predicted_bytes(dp: int, zero: int) -> float:
-    """Bytes per rank per step of a data-parallel layout, from the alpha-beta bytes factors of distlib.collectives."""
+    """Bytes per rank per step of a data-parallel layout: ZeroStage's passes, each priced by distlib.collectives.
+
+    DDP's two gradient passes are one all-reduce; otherwise the gradient passes are reduce-scatters and the
+    weight passes all-gathers (walls.ZeroStage), each of the whole float64 vector.
+    """
+    z = zero_stage(zero)
     factor = {c: dl.cost_coefficients(c, dp)[1] for c in ("allreduce", "reduce_scatter", "allgather")}
     if zero == 0:
         return factor["allreduce"] * 8 * N
-    passes = {1: ("reduce_scatter", "allgather"), 2: ("reduce_scatter", "allgather"),
-              3: ("allgather", "allgather", "reduce_scatter")}[zero]  # fmt: skip
-    return sum(factor[c] for c in passes) * 8 * N
+    return (z.gradient_passes * factor["reduce_scatter"] + z.weight_passes * factor["allgather"]) * 8 * N
 
 
 @pytest.mark.engines
