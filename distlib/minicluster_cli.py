@@ -25,6 +25,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 from distlib.engines._processes import STOP_GRACE, _kill_group, _Signalled, _stop_on_signals
 from distlib.limits import launch_problem
@@ -75,7 +76,7 @@ def _describe(cluster) -> str:
     if cluster.slurm is not None:
         text += (f"; Slurm up in {cluster.slurm.seconds_to_start:.1f} s (partition mini, "
                  f"{cluster.slurm.cpus_per_node} CPUs per node)")
-    return text
+    return text + f"; `python` there is {sys.executable}"
 
 
 def _watch(cluster, proc: subprocess.Popen, timeout: float | None, group: bool) -> int:
@@ -145,7 +146,9 @@ def main(argv=None) -> int:
             if interactive:
                 print(f"{PROG}: type exit (or Ctrl-D) to leave; the cluster is removed then", file=sys.stderr,
                       flush=True)  # fmt: skip
-            argv, env = cluster.login_command(command, {"PS1": r"\u@\h:\w\$ "})
+            # `python` and `mpiexec` at the login node are this Python's (with the library), as `sudo` would hide them
+            path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
+            argv, env = cluster.login_command(command, {"PS1": r"\u@\h:\w\$ ", "PATH": path})
             # ours again, not mini_cluster's SystemExit for SIGTERM: the command is stopped before the cluster goes
             with _stop_on_signals():
                 # the shell keeps the terminal (no session of its own); a command gets its own process group

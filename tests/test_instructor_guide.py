@@ -138,3 +138,23 @@ def test_the_intro_pages_do_not_put_every_run_on_loopback():
         flat = " ".join(text.split())
         assert "`127.0.0.1` only" not in flat, name
         assert "chapter 9" in flat and "namespaces" in flat, name
+
+
+def test_the_slurm_exercise_shows_the_steps_the_benchmark_timed():
+    """The guide's Slurm table is read from book/slurm_exercise_timings.json: it must hold the benchmark's steps."""
+    import json
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        from bench_slurm import EXERCISE
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+    stored = json.loads((ROOT / "book" / "slurm_exercise_timings.json").read_text())
+    assert [(s["step"], s["command"]) for s in stored["steps"]] == EXERCISE, \
+        "the exercise changed: rerun sudo .venv/bin/python benchmarks/bench_slurm.py --exercise --write"
+    assert all(s["seconds"] >= 0 for s in stored["steps"]) and stored["cluster_up_seconds"] > 0
+    starts = stored["pmi2_starts"]
+    assert 0 <= starts["srun --mpi=pmi2"] <= starts["tries"] and 0 <= starts["mpiexec in salloc"] <= starts["tries"]
+    body = section(GUIDE.read_text(), "A Slurm exercise for the room")
+    assert "-m distlib.minicluster shell --nodes 2" in body and "--slurm" in body
+    assert "slurm_exercise_timings.json" in body
