@@ -4,7 +4,8 @@
 
     python -m distlib.train --dp D --tp T --zero Z --steps K --seed S --engine mpi --json
 
-starts ``D * T`` MPI ranks itself and prints one JSON object: ``losses``
+starts ``D * T`` MPI ranks itself (``--engine gloo``: torch.distributed
+ranks over gloo, running the same NumPy program) and prints one JSON object: ``losses``
 (one per step), ``param_checksum`` (the float64 sum of every parameter
 after the last step), ``state_bytes`` and ``comm_bytes`` (one per rank:
 parameter + gradient + optimizer-state bytes held at peak, bytes sent) and
@@ -20,12 +21,13 @@ Parts, one concept each:
 * :mod:`~distlib.train.layout` -- DDP and ZeRO-1/2/3 over the book's
   collectives, and what each rank holds and sends;
 * :mod:`~distlib.train.worker` -- one rank's program;
+* :mod:`~distlib.train.gloo` -- the same program as a torch.distributed rank (gloo);
 * :mod:`~distlib.train.results` -- the ranks' typed reports and the run's result;
 * :mod:`~distlib.train.launch` -- the flags' bounds and :func:`train`, which starts the ranks;
 * :mod:`~distlib.train.__main__` -- the command line.
 
-Not yet built: pipeline parallelism (``--pp`` above 1) and the gloo engine
-(``--engine gloo``); the command says so and starts nothing.
+Not yet built: pipeline parallelism (``--pp`` above 1); the command says
+so and starts nothing.
 """
 
 from .launch import train

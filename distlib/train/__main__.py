@@ -9,8 +9,9 @@ it and its range, exit status 2), starts ``dp * tp`` ranks itself
 (:func:`distlib.train.launch.train`), shows rank 0's progress on stderr,
 and with ``--json`` prints one JSON object: ``losses``, ``param_checksum``,
 ``state_bytes``, ``comm_bytes``, ``step_seconds``
-(:meth:`distlib.train.results.TrainResult.to_json`). ``--pp`` above 1 and
-``--engine gloo`` are not built yet and say so.
+(:meth:`distlib.train.results.TrainResult.to_json`). ``--engine gloo`` runs
+the same ranks on torch.distributed (:mod:`distlib.train.gloo`). ``--pp``
+above 1 is not built yet and says so.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from distlib.train.launch import ENGINES, train
 __all__ = ["main"]
 
 PROG = "python -m distlib.train"
+_ENGINE_WORDS = {"mpi": "MPI", "gloo": "torch.distributed (gloo)"}
 
 
 class _Parser(argparse.ArgumentParser):
@@ -43,7 +45,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--steps", type=int, default=10, help="training steps (default 10)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the parameters and the data (default 0)")
     parser.add_argument("--engine", default="mpi",
-                        help=f"one of {', '.join(ENGINES)} (default mpi; gloo is not yet built)")
+                        help=f"one of {', '.join(ENGINES)} (default mpi; gloo: the same ranks on torch.distributed)")
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds before the run is stopped (default 300)")
     parser.add_argument("--json", action="store_true", help="print the result as one JSON object")
     return parser
@@ -72,8 +74,8 @@ def main(argv=None) -> int:
         from distlib.train.launch import check_layout
 
         check_layout(**flags)
-        print(f"{PROG}: starting {ns.dp * ns.tp} MPI ranks (dp {ns.dp} x tp {ns.tp}, zero {ns.zero}), {ns.steps} "
-              f"steps", file=sys.stderr, flush=True)  # fmt: skip
+        print(f"{PROG}: starting {ns.dp * ns.tp} {_ENGINE_WORDS[ns.engine]} ranks (dp {ns.dp} x tp {ns.tp}, "
+              f"zero {ns.zero}), {ns.steps} steps", file=sys.stderr, flush=True)  # fmt: skip
         result = train(**flags)
     except ValueError as exc:
         if isinstance(exc, ReportError):  # the ranks ran, but one handed back no report

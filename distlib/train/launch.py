@@ -3,8 +3,9 @@
 :func:`train` is what ``python -m distlib.train`` calls: it checks every
 flag first (:func:`layout_problem`, one line naming the flag and its range,
 before any process starts), launches ``dp * tp`` ranks of
-:mod:`distlib.train.worker` with :func:`distlib.engines.run_mpi` (the one
-launch path: its timeout, its watchdog, its clean-up), and folds their
+:mod:`distlib.train.worker` with :func:`distlib.engines.run_mpi`, or of
+:mod:`distlib.train.gloo` with :func:`distlib.engines.run_torch` (the
+book's launch paths: their timeouts, watchdog and clean-up), and folds their
 :class:`~distlib.train.results.RankReport` s into a
 :class:`~distlib.train.results.TrainResult`.
 """
@@ -20,7 +21,7 @@ from .results import RankReport, TrainResult
 __all__ = ["ENGINES", "MAX_STEPS", "MAX_SEED", "layout_problem", "check_layout", "train"]
 
 ENGINES = ("mpi", "gloo")
-"""What ``--engine`` names; only ``mpi`` is built so far."""
+"""What ``--engine`` names: MPI ranks (mpi4py) or torch.distributed ranks over gloo (:mod:`distlib.train.gloo`)."""
 MAX_STEPS = 100_000
 MAX_SEED = 2**32 - 1
 
@@ -64,8 +65,6 @@ def layout_problem(*, dp, tp, pp, zero, steps, seed, engine, timeout, config: Co
         return f"--engine must be one of {', '.join(ENGINES)}; got {engine!r}"
     if pp != 1:
         return f"--pp {pp}: pipeline parallelism is not yet built (only --pp 1)"
-    if engine != "mpi":
-        return f"--engine {engine}: the trainer on torch.distributed is not yet built (use --engine mpi)"
     problem = launch_problem(timeout=timeout)
     if problem:
         return problem
@@ -87,9 +86,21 @@ def check_layout(**flags) -> None:
         raise ValueError(problem)
 
 
+def _start(engine: str, n: int, args: list, timeout: float):
+    """Launch ``n`` ranks of the trainer on ``engine``: MPI's :mod:`~distlib.train.worker`, or gloo's
+    :mod:`~distlib.train.gloo` (the same program over torch.distributed)."""
+    from ..engines.launch import run_mpi, run_torch
+    from ..engines.torch_dist import import_torch
+
+    if engine == "gloo":
+        import_torch()  # here, not in every rank: "pip install torch" once, before anything starts
+        return run_torch("distlib.train.gloo:main", n, args=args, timeout=timeout)
+    return run_mpi("distlib.train.worker", n, args=args, timeout=timeout)
+
+
 def train(*, dp: int = 1, tp: int = 1, pp: int = 1, zero: int = 0, steps: int = 10, seed: int = 0,
           engine: str = "mpi", timeout: float = 300.0) -> TrainResult:  # fmt: skip
-    """Train the book's model with a layout on ``dp * tp`` MPI ranks; the run's :class:`TrainResult`.
+    """Train the book's model with a layout on ``dp * tp`` ranks of ``engine``; the run's :class:`TrainResult`.
 
     Parameters
     ----------
@@ -101,24 +112,24 @@ def train(*, dp: int = 1, tp: int = 1, pp: int = 1, zero: int = 0, steps: int = 
         ZeRO stage, 0 (DDP) to 3 (:mod:`distlib.train.layout`).
     steps, seed : int
         Training steps; the seed of the parameters and of the data.
-    engine : {"mpi"}
+    engine : {"mpi", "gloo"}
+        MPI ranks, or torch.distributed ranks over gloo; both run the same NumPy program and the book's own
+        collectives (:mod:`distlib.train.gloo`), so they give the same losses and send the same bytes.
     timeout : float
         Seconds before the run is declared hung and every rank stopped.
 
     Raises
     ------
     ValueError
-        A flag out of range, or naming a part not built yet (``pp > 1``, ``engine="gloo"``), before any
-        process starts.
+        A flag out of range, or naming a part not built yet (``pp > 1``), before any process starts.
     distlib.engines.RunError
         A rank failed, stalled or the run timed out (the message names the rank).
     """
     check_layout(dp=dp, tp=tp, pp=pp, zero=zero, steps=steps, seed=seed, engine=engine, timeout=timeout)
-    from ..engines.launch import run_mpi
     from ..engines.report import read_all
 
     args = ["--dp", dp, "--tp", tp, "--zero", zero, "--steps", steps, "--seed", seed]
-    result = run_mpi("distlib.train.worker", dp * tp, args=[str(a) for a in args], timeout=timeout)
+    result = _start(engine, dp * tp, [str(a) for a in args], timeout)
     reports = read_all(result, RankReport)
     return TrainResult.from_ranks(reports, dp=dp, tp=tp, zero=zero, seed=seed, log=result.stderr[0],
                                   run_id=result.run_id)
