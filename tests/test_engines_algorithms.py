@@ -454,3 +454,19 @@ def test_counting_comm_wants_a_comm():
 
     with pytest.raises(TypeError, match="comm must be a distlib.engines Comm"):
         CountingComm(object())
+
+
+@given(p=st.integers(1, 5), calls=st.lists(st.sampled_from(["allreduce", "reduce_scatter", "allgather"]), max_size=6))
+@settings(max_examples=15, deadline=None)
+def test_counting_comm_counts_each_collective_by_kind_through_sub_communicators(p, calls):
+    from distlib.engines.comm import CountingComm, SubComm
+
+    def work(comm):
+        outer = CountingComm(CountingComm(comm))  # a counter around a counter: both count
+        for name in calls:
+            {"allreduce": allreduce, "reduce_scatter": reduce_scatter, "allgather": allgather}[name](
+                SubComm(outer, list(range(comm.size))), np.ones(3))  # fmt: skip
+        return outer.collectives, outer.inner.collectives
+
+    want = {name: calls.count(name) for name in calls} if p > 1 else {}  # one rank talks to nobody: no collective
+    assert run_threads(work, p, timeout=10) == [(want, want)] * p

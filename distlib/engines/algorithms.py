@@ -120,6 +120,13 @@ def _choose_algorithm():
     return _CHOOSER[0]
 
 
+def _note(comm, name: str) -> None:
+    """Tell ``comm`` which collective starts (:meth:`~distlib.engines.comm.Comm.note_collective`), if it has ranks
+    to talk to."""
+    if comm.size > 1:
+        comm.note_collective(name)
+
+
 def _check_comm(comm) -> Comm:
     if not isinstance(comm, Comm):
         raise TypeError(f"comm must be a distlib.engines Comm (MPIComm, TorchComm or ThreadComm), got {type(comm).__name__}")
@@ -162,6 +169,7 @@ def allreduce(comm, buf, *, op: str = "sum", algorithm: str = "ring"):
     algorithm = check_choice("algorithm", algorithm, _ALLREDUCE_CHOICES)
     x = comm.flat(buf)
     n = len(x)
+    _note(comm, "allreduce")
     if algorithm == "builtin":
         comm.allreduce(x, op=op)
         return buf
@@ -217,6 +225,7 @@ def reduce_scatter(comm, buf, *, op: str = "sum", algorithm: str = "ring"):
     x = comm.flat(buf)
     p, r = comm.size, comm.rank
     bounds = _bounds(len(x), p)
+    _note(comm, "reduce_scatter")
     if algorithm == "builtin":
         return comm.builtin_reduce_scatter(x, [bounds[i + 1] - bounds[i] for i in range(p)], op=op)
     x = comm.copy(x)
@@ -263,6 +272,7 @@ def allgather(comm, buf, *, counts=None, algorithm: str = "ring"):
         raise ValueError(f"counts must have one entry per rank ({p}), got {len(counts)}")
     if counts[r] != len(piece):
         raise ValueError(f"counts[{r}] is {counts[r]} but rank {r}'s buf has {len(piece)} elements")
+    _note(comm, "allgather")
     if algorithm == "builtin":
         return comm.builtin_allgather(piece, counts)
     bounds = tuple(int(b) for b in np.concatenate([[0], np.cumsum(counts)]))
@@ -292,6 +302,7 @@ def broadcast(comm, buf, *, root: int = 0):
     comm = _check_comm(comm)
     root = check_rank("root", root, comm.size)
     x = comm.flat(buf)
+    _note(comm, "broadcast")
     if comm.size > 1 and len(x) > 0:
         _tree_broadcast(comm, x, root)
     return buf
@@ -314,6 +325,7 @@ def reduce(comm, buf, *, root: int = 0, op: str = "sum"):
     root = check_rank("root", root, comm.size)
     op = check_op(op)
     x = comm.flat(buf)
+    _note(comm, "reduce")
     if comm.size > 1 and len(x) > 0:
         _tree_reduce(comm, x, root, op)
     return buf

@@ -140,6 +140,11 @@ class Comm:
         """The engine's own all-gather of pieces of ``counts[r]`` elements."""
         raise NotImplementedError(f"{self.engine} has no built-in all-gather")
 
+    def note_collective(self, name: str) -> None:
+        """Told by each of the book's collectives as it starts on more than one rank (``name``: ``"allreduce"``,
+        ``"reduce_scatter"``, ``"allgather"``, ``"broadcast"``, ``"reduce"``); nothing here,
+        :class:`CountingComm` counts them."""
+
     # -- buffers ------------------------------------------------------------
     def empty(self, n: int, like):
         """An uninitialised 1-D buffer of ``n`` elements, same dtype/device as ``like``."""
@@ -270,6 +275,9 @@ class SubComm(Comm):
     def sendrecv(self, sendbuf, dest, recvbuf, source, *, tag=0):
         self.parent.sendrecv(sendbuf, self.ranks[dest], recvbuf, self.ranks[source], tag=tag)
 
+    def note_collective(self, name):
+        self.parent.note_collective(name)
+
     # Buffers are the parent's kind (and its scratch space: one collective at a time).
     def empty(self, n, like):
         return self.parent.empty(n, like)
@@ -294,7 +302,8 @@ class SubComm(Comm):
 
 
 class CountingComm(Comm):
-    """A communicator that counts the bytes this rank sends through it: :attr:`bytes_sent`, :attr:`messages`.
+    """A communicator that counts the bytes this rank sends through it: :attr:`bytes_sent`, :attr:`messages`,
+    and the book's collectives it ran, by kind: :attr:`collectives`.
 
     ``CountingComm(comm)`` forwards every point-to-point call to ``comm``
     and adds the size of each buffer it sends, where the book's collectives
@@ -310,11 +319,12 @@ class CountingComm(Comm):
     --------
     >>> def work(comm):
     ...     counted = CountingComm(comm)
-    ...     from distlib.engines.algorithms import allreduce
+    ...     from distlib.engines.algorithms import allgather, allreduce
     ...     allreduce(counted, np.ones(8))       # 8 float64 = 64 bytes, ring on 4 ranks
-    ...     return counted.bytes_sent
-    >>> run_threads(work, 4)                     # 2 (p - 1) / p * 64
-    [96, 96, 96, 96]
+    ...     allgather(SubComm(counted, [0, 1] if comm.rank < 2 else [2, 3]), np.ones(0))
+    ...     return counted.bytes_sent, counted.collectives
+    >>> run_threads(work, 4)[0]                  # 2 (p - 1) / p * 64; an empty all-gather sends nothing
+    (96, {'allreduce': 1, 'allgather': 1})
     """
 
     def __init__(self, comm: Comm):
@@ -326,6 +336,13 @@ class CountingComm(Comm):
         """Bytes of every buffer sent so far (``len * itemsize``)."""
         self.messages = 0
         """Non-empty messages sent so far."""
+        self.collectives: dict[str, int] = {}
+        """``{name: calls}`` of the book's collectives run through it (or a :class:`SubComm` of it) on more
+        than one rank, named as :meth:`Comm.note_collective` names them."""
+
+    def note_collective(self, name):
+        self.collectives[name] = self.collectives.get(name, 0) + 1
+        self.inner.note_collective(name)  # a counter around a counter: both count
 
     def _count(self, buf) -> None:
         if _nonempty(buf):
