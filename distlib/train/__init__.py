@@ -22,6 +22,10 @@ Parts, one concept each:
   collectives, and what each rank holds and sends;
 * :mod:`~distlib.train.worker` -- one rank's program;
 * :mod:`~distlib.train.gloo` -- the same program as a torch.distributed rank (gloo);
+* :mod:`~distlib.train.torch_model` -- the model's twin as a ``torch.nn.Module`` (float64), for
+  PyTorch's own tools;
+* :mod:`~distlib.train.peers` -- the book's ZeRO-3 beside FSDP2, its tensor parallelism beside
+  DTensor's, on the same ranks;
 * :mod:`~distlib.train.results` -- the ranks' typed reports and the run's result;
 * :mod:`~distlib.train.launch` -- the flags' bounds and :func:`train`, which starts the ranks;
 * :mod:`~distlib.train.__main__` -- the command line.

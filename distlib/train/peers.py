@@ -1,0 +1,312 @@
+"""The book's layouts beside PyTorch's own: the same model, the same ranks, losses and collectives side by side.
+
+Two checks, each one launch of torch.distributed ranks over gloo
+(:func:`distlib.engines.run_torch`) that runs the book's layout and then
+PyTorch's on the same ranks, from the same seed and the same batches:
+
+:func:`fsdp_beside_zero3`
+    The book's ZeRO-3 (:class:`distlib.train.layout.ShardedParameters`, over
+    the book's collectives) beside FSDP2: ``torch.distributed.fsdp.fully_shard``
+    on every block, then on the whole model (``reshard_after_forward`` left
+    at its default), on the model's torch twin (:mod:`distlib.train.torch_model`).
+:func:`tp_beside_megatron`
+    The book's Megatron tensor parallelism (:mod:`distlib.train.model`'s
+    ``"col"`` and ``"row"`` splits) beside DTensor's ``parallelize_module``
+    on every block: ``q``, ``k``, ``v`` and ``mlp_in`` ``ColwiseParallel``,
+    ``o`` and ``mlp_out`` ``RowwiseParallel``.
+
+Each returns a :class:`PeerComparison`: both runs' losses per step, and
+both runs' collectives per step. The book's are counted where its
+collectives start (:attr:`distlib.engines.comm.CountingComm.collectives`:
+``allgather``, ``reduce_scatter``, ``allreduce``), PyTorch's by
+``torch.distributed.tensor.debug.CommDebugMode`` around each step's
+forward, backward and optimizer step, under the names of the
+``torch.distributed`` calls that run them (:data:`TORCH_NAMES`). Each
+step's global loss is summed over the ranks outside the counted region.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import sys
+import warnings
+from dataclasses import dataclass
+
+from .._check import check_int, check_real
+from .data import GLOBAL_BATCH
+from .launch import MAX_SEED, MAX_STEPS
+from .model import Config
+
+__all__ = ["PeerComparison", "TORCH_NAMES", "fsdp_beside_zero3", "tp_beside_megatron", "fsdp_main", "tp_main"]
+
+TORCH_NAMES = {"_allgather_base_": "all_gather_into_tensor", "all_gather_into_tensor": "all_gather_into_tensor",
+               "_reduce_scatter_base_": "reduce_scatter_tensor", "reduce_scatter_tensor": "reduce_scatter_tensor",
+               "allreduce_": "all_reduce", "all_reduce": "all_reduce"}  # fmt: skip
+"""The c10d operator CommDebugMode reports -> the ``torch.distributed`` call it is (FSDP2's all-gather runs
+``c10d._allgather_base_``, which is what ``all_gather_into_tensor`` runs)."""
+
+_QUIET = (r"FSDP2-wrapped module \(.*\) returned a view tensor",
+          r"Full backward hook is firing when gradients are computed with respect to module outputs since no "
+          r"inputs require gradients")  # fmt: skip
+"""Warnings of a counted step that say nothing about it: FSDP2's note on view outputs (an in-place op on one
+would skip an all-gather; the twin makes none) and CommDebugMode's module hooks seeing token inputs."""
+
+
+@dataclass(frozen=True)
+class PeerComparison:
+    """The book's layout and PyTorch's on the same ranks: losses per step, collectives per step, by kind.
+
+    Examples
+    --------
+    >>> c = PeerComparison("FSDP2", "ZeRO-3", 2, 1, 0, [2.0], [2.0 + 1e-15], [{"allgather": 4}],
+    ...                    [{"all_gather_into_tensor": 3}])
+    >>> c.max_loss_difference < 1e-15
+    True
+    """
+
+    peer: str
+    """PyTorch's tool: ``"FSDP2 fully_shard"`` or ``"DTensor parallelize_module"``."""
+    book: str
+    """The book's layout: ``"ZeRO-3"`` or ``"Megatron TP"``."""
+    ranks: int
+    steps: int
+    seed: int
+    book_losses: list[float]
+    peer_losses: list[float]
+    book_counts: list[dict[str, int]]
+    """Per step, the book's collectives on rank 0 by kind (:attr:`~distlib.engines.comm.CountingComm.collectives`)."""
+    peer_counts: list[dict[str, int]]
+    """Per step, PyTorch's collectives on rank 0 as CommDebugMode counts them (:data:`TORCH_NAMES`)."""
+    run_id: str = ""
+    """The launch's ``DISTLIB_RUN_ID`` (:func:`distlib.engines.stray_processes`)."""
+
+    @property
+    def max_loss_difference(self) -> float:
+        """The largest relative difference between the two runs' losses."""
+        return max(abs(a - b) / abs(b) for a, b in zip(self.peer_losses, self.book_losses))
+
+
+# ----------------------------------------------------------------------------
+# On the ranks
+# ----------------------------------------------------------------------------
+
+
+def _book_run(comm, *, dp: int, tp: int, zero: int, steps: int, seed: int) -> tuple:
+    """The book's layout on ``comm``: ``(losses, collectives of each step by kind)``."""
+    from ..engines.comm import CountingComm
+    from .worker import train_rank
+
+    counted = CountingComm(comm)  # train_rank counts into its own counter, which tells this one too
+    totals = []
+    report = train_rank(counted, dp=dp, tp=tp, zero=zero, steps=steps, seed=seed,
+                        say=lambda _line: totals.append(dict(counted.collectives)))  # fmt: skip
+    per_step, before = [], {}
+    for now in totals:  # after each step: the running totals, so each step's own counts are the differences
+        per_step.append({k: v - before.get(k, 0) for k, v in now.items() if v - before.get(k, 0)})
+        before = now
+    return report.losses, per_step
+
+
+def _counted_step(model, optimizer, tokens, targets) -> tuple:
+    """One training step under CommDebugMode: ``(loss, {torch.distributed call: count})``."""
+    import torch
+    from torch.distributed.tensor.debug import CommDebugMode
+
+    with warnings.catch_warnings():
+        for message in _QUIET:
+            warnings.filterwarnings("ignore", message=message, category=UserWarning)
+        with CommDebugMode() as mode:
+            loss = model(torch.from_numpy(tokens), torch.from_numpy(targets))
+            loss.backward()
+            optimizer.step()
+            optimizer.zero_grad()
+    counts = {}
+    for op, n in mode.get_comm_counts().items():
+        name = TORCH_NAMES.get(getattr(op, "__name__", str(op)), str(op))
+        counts[name] = counts.get(name, 0) + int(n)
+    return loss.detach(), counts
+
+
+def _peer_run(comm, model, *, steps: int, seed: int, dp: int) -> tuple:
+    """PyTorch's layout (already applied to ``model``): ``(global losses, collectives of each step)``.
+
+    Data-parallel rank ``comm.rank`` of ``dp`` takes its sequences of each global batch (all of them with
+    ``dp=1``: every tensor-parallel rank reads the whole batch).
+    """
+    import torch.distributed as dist
+
+    from .data import global_batch, local_batch
+    from .torch_model import adam_for
+
+    optimizer = adam_for(model)
+    config, losses, counts = model.config, [], []
+    for step in range(steps):
+        batch = global_batch(seed, step, seq=config.seq, vocab=config.vocab)
+        tokens, targets = local_batch(*batch, comm.rank % dp, dp)
+        loss, counted = _counted_step(model, optimizer, tokens, targets)
+        if dp > 1:  # the global batch's loss, the mean of the ranks' means, as the book's trainer reports it
+            dist.all_reduce(loss)
+            loss = loss / dp
+        losses.append(float(loss))
+        counts.append(counted)
+    return losses, counts
+
+
+def _twin(seed: int):
+    from .model import init_units
+    from .torch_model import TinyTransformer, load_units
+
+    config = Config()
+    return load_units(TinyTransformer(config), init_units(config, seed))
+
+
+def _rank_flags(argv) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="distlib.train.peers")
+    parser.add_argument("--steps", type=int, required=True)
+    parser.add_argument("--seed", type=int, required=True)
+    return parser.parse_args(sys.argv[1:] if argv is None else argv)
+
+
+def fsdp_main(argv=None) -> None:
+    """One rank of :func:`fsdp_beside_zero3`: the book's ZeRO-3, then FSDP2, on the same ranks."""
+    from torch.distributed.fsdp import fully_shard
+
+    from ..engines.report import emit
+    from ..engines.torch_numpy import numpy_world
+
+    ns, comm = _rank_flags(argv), numpy_world()
+    book_losses, book_counts = _book_run(comm, dp=comm.size, tp=1, zero=3, steps=ns.steps, seed=ns.seed)
+    model = _twin(ns.seed)
+    for block in model.blocks:
+        fully_shard(block)
+    fully_shard(model)  # the root: the embeddings, the final norm and the output projection, one group
+    peer_losses, peer_counts = _peer_run(comm, model, steps=ns.steps, seed=ns.seed, dp=comm.size)
+    emit(PeerComparison("FSDP2 fully_shard", "ZeRO-3", comm.size, ns.steps, ns.seed, book_losses, peer_losses,
+                        book_counts, peer_counts))  # fmt: skip
+
+
+def tp_main(argv=None) -> None:
+    """One rank of :func:`tp_beside_megatron`: the book's tensor parallelism, then DTensor's, on the same ranks."""
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel, parallelize_module
+
+    from ..engines.report import emit
+    from ..engines.torch_numpy import numpy_world
+
+    ns, comm = _rank_flags(argv), numpy_world()
+    book_losses, book_counts = _book_run(comm, dp=1, tp=comm.size, zero=0, steps=ns.steps, seed=ns.seed)
+    model, mesh = _twin(ns.seed), init_device_mesh("cpu", (comm.size,))
+    plan = {"q": ColwiseParallel(), "k": ColwiseParallel(), "v": ColwiseParallel(), "o": RowwiseParallel(),
+            "mlp_in": ColwiseParallel(), "mlp_out": RowwiseParallel()}  # fmt: skip
+    for block in model.blocks:
+        parallelize_module(block, mesh, plan)
+    peer_losses, peer_counts = _peer_run(comm, model, steps=ns.steps, seed=ns.seed, dp=1)
+    emit(PeerComparison("DTensor parallelize_module", "Megatron TP", comm.size, ns.steps, ns.seed, book_losses,
+                        peer_losses, book_counts, peer_counts))  # fmt: skip
+
+
+# ----------------------------------------------------------------------------
+# From the notebook: one launch each
+# ----------------------------------------------------------------------------
+
+
+def _launch(main: str, ranks: int, steps: int, seed: int, timeout: float) -> PeerComparison:
+    from ..engines.launch import run_torch
+    from ..engines.report import read
+    from ..engines.torch_dist import import_torch
+
+    import_torch()  # "pip install torch" here, once, before any rank starts
+    result = run_torch(f"distlib.train.peers:{main}", ranks, args=["--steps", str(steps), "--seed", str(seed)],
+                       timeout=timeout)  # fmt: skip
+    return dataclasses.replace(read(result, PeerComparison), run_id=result.run_id)
+
+
+def _check_run(steps, seed, timeout) -> tuple:
+    steps = check_int("steps", steps, minimum=1, maximum=MAX_STEPS)
+    seed = check_int("seed", seed, minimum=0, maximum=MAX_SEED)
+    return steps, seed, check_real("timeout", timeout, minimum=0, strict_min=True)
+
+
+def _ranks_of(ranks, choices, what: str) -> int:
+    from ..engines._processes import max_ranks
+
+    ranks = check_int("ranks", ranks, minimum=2, maximum=max_ranks())
+    if ranks not in choices:
+        raise ValueError(f"ranks must {what}: one of {', '.join(map(str, choices))}; got {ranks}")
+    return ranks
+
+
+def fsdp_beside_zero3(ranks: int = 2, steps: int = 3, seed: int = 0, *, timeout: float = 120.0) -> PeerComparison:
+    """The book's ZeRO-3 and FSDP2's ``fully_shard`` on the same ``ranks`` gloo ranks, side by side.
+
+    Parameters
+    ----------
+    ranks : int
+        Data-parallel ranks, at least 2, dividing the global batch of 12 sequences.
+    steps, seed : int
+        Training steps; the seed of the parameters and of the data.
+    timeout : float
+        Seconds before the launch is stopped.
+
+    Returns
+    -------
+    PeerComparison
+        ``book_counts``: ``allgather`` and ``reduce_scatter`` of the parameters and gradients, and the
+        ``allreduce`` of the loss; ``peer_counts``: ``all_gather_into_tensor`` and ``reduce_scatter_tensor``.
+
+    Raises
+    ------
+    ValueError
+        An argument out of range (before anything starts).
+    distlib.engines.RunError
+        A rank failed or the launch timed out.
+
+    Examples
+    --------
+    >>> fsdp_beside_zero3(ranks=5)
+    Traceback (most recent call last):
+    ...
+    ValueError: ranks must divide the global batch of 12 sequences: one of 2, 3, 4, 6, 12; got 5
+    """
+    choices = [d for d in range(2, GLOBAL_BATCH + 1) if GLOBAL_BATCH % d == 0]
+    ranks = _ranks_of(ranks, choices, f"divide the global batch of {GLOBAL_BATCH} sequences")
+    return _launch("fsdp_main", ranks, *_check_run(steps, seed, timeout))
+
+
+def tp_beside_megatron(ranks: int = 2, steps: int = 3, seed: int = 0, *, timeout: float = 120.0) -> PeerComparison:
+    """The book's tensor parallelism and DTensor's ``parallelize_module`` on the same ``ranks`` gloo ranks.
+
+    Parameters
+    ----------
+    ranks : int
+        Tensor-parallel ranks: 2 or 4 (they divide the 4 heads and the MLP's 128 columns).
+    steps, seed : int
+        Training steps; the seed of the parameters and of the data.
+    timeout : float
+        Seconds before the launch is stopped.
+
+    Returns
+    -------
+    PeerComparison
+        ``book_counts``: ``allreduce`` of the activations (forward) and their gradients (backward);
+        ``peer_counts``: ``all_reduce``.
+
+    Raises
+    ------
+    ValueError
+        An argument out of range (before anything starts).
+    distlib.engines.RunError
+        A rank failed or the launch timed out.
+
+    Examples
+    --------
+    >>> tp_beside_megatron(ranks=3)
+    Traceback (most recent call last):
+    ...
+    ValueError: ranks must divide the 4 heads and the MLP's 128 columns: one of 2, 4; got 3
+    """
+    config = Config()
+    choices = [t for t in range(2, config.heads + 1) if config.heads % t == 0 and config.ffn % t == 0]
+    ranks = _ranks_of(ranks, choices, f"divide the {config.heads} heads and the MLP's {config.ffn} columns")
+    return _launch("tp_main", ranks, *_check_run(steps, seed, timeout))
