@@ -78,6 +78,10 @@ class PeerComparison:
     """Per step, the book's collectives on rank 0 by kind (:attr:`~distlib.engines.comm.CountingComm.collectives`)."""
     peer_counts: list[dict[str, int]]
     """Per step, PyTorch's collectives on rank 0 as CommDebugMode counts them (:data:`TORCH_NAMES`)."""
+    peer_forward_counts: list[dict[str, int]] = dataclasses.field(default_factory=list)
+    """Per step, those of them that ran in the forward pass."""
+    book_comm_bytes: list[int] = dataclasses.field(default_factory=list)
+    """Bytes each rank sent in the book's run, over all steps (as ``python -m distlib.train`` counts them)."""
     run_id: str = ""
     """The launch's ``DISTLIB_RUN_ID`` (:func:`distlib.engines.stray_processes`)."""
 
@@ -93,7 +97,7 @@ class PeerComparison:
 
 
 def _book_run(comm, *, dp: int, tp: int, zero: int, steps: int, seed: int) -> tuple:
-    """The book's layout on ``comm``: ``(losses, collectives of each step by kind)``."""
+    """The book's layout on ``comm``: ``(losses, collectives of each step by kind, every rank's bytes sent)``."""
     from ..engines.comm import CountingComm
     from .worker import train_rank
 
@@ -105,11 +109,20 @@ def _book_run(comm, *, dp: int, tp: int, zero: int, steps: int, seed: int) -> tu
     for now in totals:  # after each step: the running totals, so each step's own counts are the differences
         per_step.append({k: v - before.get(k, 0) for k, v in now.items() if v - before.get(k, 0)})
         before = now
-    return report.losses, per_step
+    return report.losses, per_step, comm.allgather_object(counted.bytes_sent)
+
+
+def _named(counts) -> dict:
+    """CommDebugMode's ``{operator: count}`` as ``{torch.distributed call: count}`` (:data:`TORCH_NAMES`)."""
+    out = {}
+    for op, n in counts.items():
+        name = TORCH_NAMES.get(getattr(op, "__name__", str(op)), str(op))
+        out[name] = out.get(name, 0) + int(n)
+    return out
 
 
 def _counted_step(model, optimizer, tokens, targets) -> tuple:
-    """One training step under CommDebugMode: ``(loss, {torch.distributed call: count})``."""
+    """One training step under CommDebugMode: ``(loss, counts of the step, counts of its forward pass)``."""
     import torch
     from torch.distributed.tensor.debug import CommDebugMode
 
@@ -118,18 +131,16 @@ def _counted_step(model, optimizer, tokens, targets) -> tuple:
             warnings.filterwarnings("ignore", message=message, category=UserWarning)
         with CommDebugMode() as mode:
             loss = model(torch.from_numpy(tokens), torch.from_numpy(targets))
+            forward = _named(mode.get_comm_counts())
             loss.backward()
             optimizer.step()
             optimizer.zero_grad()
-    counts = {}
-    for op, n in mode.get_comm_counts().items():
-        name = TORCH_NAMES.get(getattr(op, "__name__", str(op)), str(op))
-        counts[name] = counts.get(name, 0) + int(n)
-    return loss.detach(), counts
+    return loss.detach(), _named(mode.get_comm_counts()), forward
 
 
 def _peer_run(comm, model, *, steps: int, seed: int, dp: int) -> tuple:
-    """PyTorch's layout (already applied to ``model``): ``(global losses, collectives of each step)``.
+    """PyTorch's layout (already applied to ``model``): ``(global losses, collectives of each step, those of
+    its forward pass)``.
 
     Data-parallel rank ``comm.rank`` of ``dp`` takes its sequences of each global batch (all of them with
     ``dp=1``: every tensor-parallel rank reads the whole batch).
@@ -140,17 +151,18 @@ def _peer_run(comm, model, *, steps: int, seed: int, dp: int) -> tuple:
     from .torch_model import adam_for
 
     optimizer = adam_for(model)
-    config, losses, counts = model.config, [], []
+    config, losses, counts, forwards = model.config, [], [], []
     for step in range(steps):
         batch = global_batch(seed, step, seq=config.seq, vocab=config.vocab)
         tokens, targets = local_batch(*batch, comm.rank % dp, dp)
-        loss, counted = _counted_step(model, optimizer, tokens, targets)
+        loss, counted, forward = _counted_step(model, optimizer, tokens, targets)
         if dp > 1:  # the global batch's loss, the mean of the ranks' means, as the book's trainer reports it
             dist.all_reduce(loss)
             loss = loss / dp
         losses.append(float(loss))
         counts.append(counted)
-    return losses, counts
+        forwards.append(forward)
+    return losses, counts, forwards
 
 
 def _twin(seed: int):
@@ -176,14 +188,15 @@ def fsdp_main(argv=None) -> None:
     from ..engines.torch_numpy import numpy_world
 
     ns, comm = _rank_flags(argv), numpy_world()
-    book_losses, book_counts = _book_run(comm, dp=comm.size, tp=1, zero=3, steps=ns.steps, seed=ns.seed)
+    book_losses, book_counts, book_bytes = _book_run(comm, dp=comm.size, tp=1, zero=3, steps=ns.steps,
+                                                     seed=ns.seed)  # fmt: skip
     model = _twin(ns.seed)
     for block in model.blocks:
         fully_shard(block)
     fully_shard(model)  # the root: the embeddings, the final norm and the output projection, one group
-    peer_losses, peer_counts = _peer_run(comm, model, steps=ns.steps, seed=ns.seed, dp=comm.size)
+    peer_losses, peer_counts, forwards = _peer_run(comm, model, steps=ns.steps, seed=ns.seed, dp=comm.size)
     emit(PeerComparison("FSDP2 fully_shard", "ZeRO-3", comm.size, ns.steps, ns.seed, book_losses, peer_losses,
-                        book_counts, peer_counts))  # fmt: skip
+                        book_counts, peer_counts, forwards, book_bytes))  # fmt: skip
 
 
 def tp_main(argv=None) -> None:
@@ -195,15 +208,16 @@ def tp_main(argv=None) -> None:
     from ..engines.torch_numpy import numpy_world
 
     ns, comm = _rank_flags(argv), numpy_world()
-    book_losses, book_counts = _book_run(comm, dp=1, tp=comm.size, zero=0, steps=ns.steps, seed=ns.seed)
+    book_losses, book_counts, book_bytes = _book_run(comm, dp=1, tp=comm.size, zero=0, steps=ns.steps,
+                                                     seed=ns.seed)  # fmt: skip
     model, mesh = _twin(ns.seed), init_device_mesh("cpu", (comm.size,))
     plan = {"q": ColwiseParallel(), "k": ColwiseParallel(), "v": ColwiseParallel(), "o": RowwiseParallel(),
             "mlp_in": ColwiseParallel(), "mlp_out": RowwiseParallel()}  # fmt: skip
     for block in model.blocks:
         parallelize_module(block, mesh, plan)
-    peer_losses, peer_counts = _peer_run(comm, model, steps=ns.steps, seed=ns.seed, dp=1)
+    peer_losses, peer_counts, forwards = _peer_run(comm, model, steps=ns.steps, seed=ns.seed, dp=1)
     emit(PeerComparison("DTensor parallelize_module", "Megatron TP", comm.size, ns.steps, ns.seed, book_losses,
-                        peer_losses, book_counts, peer_counts))  # fmt: skip
+                        peer_losses, book_counts, peer_counts, forwards, book_bytes))  # fmt: skip
 
 
 # ----------------------------------------------------------------------------
