@@ -178,3 +178,18 @@ def test_the_peer_checks_refuse_bad_arguments_before_starting():
         fsdp_beside_zero3(steps=0)
     with pytest.raises(ValueError, match="timeout must be"):
         tp_beside_megatron(timeout=0)
+
+
+def test_gloo_without_torch_is_one_line_naming_the_flag_and_starts_nothing(monkeypatch, capsys):
+    import distlib.engines.launch as engines_launch
+    import distlib.train.launch as train_launch
+    from distlib.train.__main__ import main
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("a process was started")
+
+    monkeypatch.setattr(train_launch, "_torch_installed", lambda: False)
+    monkeypatch.setattr(engines_launch, "run_torch", refuse)
+    assert main(["--engine", "gloo", "--dp", "2"]) == 2
+    err = capsys.readouterr().err
+    assert err == "python -m distlib.train: --engine gloo needs PyTorch (torch.distributed): pip install torch\n"

@@ -17,6 +17,8 @@ The chapters "MPI" and "NCCL and GPU collectives" teach from this package.
 * :mod:`~distlib.engines.mpi` and :mod:`~distlib.engines.torch_dist` -- the
   engines themselves. They import mpi4py / torch only when used, and say
   what to ``pip install`` when it is missing;
+  :mod:`~distlib.engines.torch_numpy` moves NumPy buffers through
+  torch.distributed (gloo), for code written over NumPy (the trainer);
 * :mod:`~distlib.engines.progress` -- ranks' heartbeats, and the
   launchers' watchdog that names a rank that stopped;
 * :mod:`~distlib.engines.selftest` -- every book collective checked against

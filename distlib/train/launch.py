@@ -34,6 +34,13 @@ def _tp_choices(config: Config) -> list:
     return [t for t in _divisors(config.heads) if config.hidden % t == 0 and config.ffn % t == 0]
 
 
+def _torch_installed() -> bool:
+    """Whether PyTorch can be imported here (found, not imported: that takes seconds)."""
+    import importlib.util
+
+    return importlib.util.find_spec("torch") is not None
+
+
 def _range_problem(name: str, value, low: int, high: int) -> str | None:
     if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
         return f"--{name} must be an integer from {low} to {high}, got {value!r}"
@@ -63,6 +70,8 @@ def layout_problem(*, dp, tp, pp, zero, steps, seed, engine, timeout, config: Co
             return problem
     if engine not in ENGINES:
         return f"--engine must be one of {', '.join(ENGINES)}; got {engine!r}"
+    if engine == "gloo" and not _torch_installed():
+        return "--engine gloo needs PyTorch (torch.distributed): pip install torch"
     if pp != 1:
         return f"--pp {pp}: pipeline parallelism is not yet built (only --pp 1)"
     problem = launch_problem(timeout=timeout)
@@ -90,10 +99,8 @@ def _start(engine: str, n: int, args: list, timeout: float):
     """Launch ``n`` ranks of the trainer on ``engine``: MPI's :mod:`~distlib.train.worker`, or gloo's
     :mod:`~distlib.train.gloo` (the same program over torch.distributed)."""
     from ..engines.launch import run_mpi, run_torch
-    from ..engines.torch_dist import import_torch
 
     if engine == "gloo":
-        import_torch()  # here, not in every rank: "pip install torch" once, before anything starts
         return run_torch("distlib.train.gloo:main", n, args=args, timeout=timeout)
     return run_mpi("distlib.train.worker", n, args=args, timeout=timeout)
 

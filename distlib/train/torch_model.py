@@ -88,7 +88,8 @@ class TinyTransformer(nn.Module):
         super().__init__()
         kw = {"dtype": torch.float64}
         self.config = config
-        self.tok, self.pos = nn.Embedding(config.vocab, config.hidden, **kw), nn.Embedding(config.seq, config.hidden, **kw)
+        self.tok = nn.Embedding(config.vocab, config.hidden, **kw)
+        self.pos = nn.Embedding(config.seq, config.hidden, **kw)
         self.blocks = nn.ModuleList(Block(config) for _ in range(config.layers))
         self.lnf = nn.LayerNorm(config.hidden, eps=LN_EPS, **kw)
         self.out = nn.Linear(config.hidden, config.vocab, bias=False, **kw)
@@ -115,7 +116,8 @@ def _pairs(model: TinyTransformer) -> list:
 
 
 def load_units(model: TinyTransformer, units) -> TinyTransformer:
-    """Copy the NumPy model's parameters (:func:`~distlib.train.model.init_units`' layout) into ``model``; returns it."""
+    """Copy the NumPy model's parameters (laid out as :func:`~distlib.train.model.init_units` lays them out)
+    into ``model``; returns it."""
     views = [spec.views(np.asarray(u, dtype=np.float64)) for spec, u in zip(unit_specs(model.config), units)]
     with torch.no_grad():
         for k, name, param, transposed in _pairs(model):
