@@ -34,6 +34,17 @@ def test_book_collectives_match_gloo_builtins(p):
     assert stray_processes(result.run_id) == []
 
 
+def test_book_collectives_over_numpy_buffers_on_gloo_match_its_builtins():
+    # NumpyTorchComm (the trainer's --engine gloo): NumPy arrays sent as tensors sharing their memory.
+    sizes = "0,1,2,4,9,13,1000,65537"
+    args = ["--engine", "gloo-numpy", "--sizes", sizes]
+    result = run_torch("distlib.engines.selftest:main", 3, args=args, timeout=120)
+    summary = json.loads(result.lines(0)[-1])
+    assert summary == {"engine": "gloo", "p": 3, "checks": summary["checks"], "failures": []}
+    assert summary["checks"] > 50 * 3
+    assert stray_processes(result.run_id) == []
+
+
 def test_ddp_on_gloo_trains_identical_replicas():
     result = run_torch("distlib.examples.torch_ddp:main", 2, args=["--steps", "40"], timeout=120)
     out = report.strip(result.stdout[0])  # what a reader sees: the report line is for the launcher

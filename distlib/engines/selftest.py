@@ -32,11 +32,16 @@ def default_sizes(p: int) -> list:
 
 
 def make_comm(engine: str):
-    """The world communicator of ``engine`` (``"mpi"``, ``"gloo"`` or ``"nccl"``)."""
+    """The world communicator of ``engine`` (``"mpi"``, ``"gloo"``, ``"nccl"``, or ``"gloo-numpy"``: NumPy
+    buffers over gloo, :class:`~distlib.engines.torch_numpy.NumpyTorchComm`)."""
     if engine == "mpi":
         from .mpi import world
 
         return world()
+    if engine == "gloo-numpy":
+        from .torch_numpy import numpy_world
+
+        return numpy_world()
     from .torch_dist import init
 
     return init(engine)
@@ -92,9 +97,9 @@ def run_checks(comm, sizes=None, dtypes=("float64", "int32")) -> tuple:
 
 
 def main(argv=None) -> int:
-    """Command line: ``--engine {mpi,gloo,nccl}``, optional ``--sizes 0,1,7`` and ``--dtypes float64,int32``."""
+    """Command line: ``--engine {mpi,gloo,nccl,gloo-numpy}``, optional ``--sizes 0,1,7`` and ``--dtypes float64,int32``."""
     parser = argparse.ArgumentParser(prog="python -m distlib.engines.selftest", description=__doc__.splitlines()[0])
-    parser.add_argument("--engine", choices=["mpi", "gloo", "nccl"], default="mpi")
+    parser.add_argument("--engine", choices=["mpi", "gloo", "nccl", "gloo-numpy"], default="mpi")
     parser.add_argument("--sizes", type=lambda s: [int(v) for v in s.split(",")], default=None)
     parser.add_argument("--dtypes", type=lambda s: s.split(","), default=["float64", "int32"])
     ns = parser.parse_args(sys.argv[1:] if argv is None else argv)
