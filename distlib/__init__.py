@@ -50,6 +50,10 @@ from .measure_overlap import DDPComparison, compare_ddp, fit_allreduce, parse_js
 # Part IV: parallel training
 from .pipeline_schedule import PIPELINE_SCHEDULES, PipelineEvent, PipelineSchedule, pipeline_schedule
 from .activations import RECOMPUTE_MODES, activation_bytes_per_layer
+from .transformer_model import Transformer, transformer
+from .layout import (LAYOUT_SCHEDULES, ATTENTION_KERNELS, BREAKDOWN_TERMS, PlannerConstants, planner_constants,
+                     LayoutStep, layout_step, plan_layouts)
+from .layout_published import PublishedLayout, published_layouts
 
 # units, shown numbers and notebook helpers
 from .units import gbit_to_bytes_per_s, bytes_per_s_to_gbit
@@ -58,15 +62,14 @@ from .notebook import glue, in_colab
 
 # The contract: what chapters, tests and outside checks call through `import distlib as dl`.
 # Keep every name and its meaning; where one moves, re-export it here under the same name.
-# It is ../shared/API.md's names (less those of Part IV not written yet: transformer, layout_step,
-# plan_layouts) and every `dl.X` and `from distlib import X` of the chapters (their code and prose),
+# It is ../shared/API.md's names and every `dl.X` and `from distlib import X` of the chapters (their code and prose),
 # the book's pages and scripts/gpu_check.sh.
 # tests/test_layers.py checks that each is exported and that the chapters use no other.
 CONTRACT = (
     # ../shared/API.md
     "simulate_ring_allreduce", "ring_bytes_per_rank", "collective_time", "bus_bandwidth", "fit_alpha_beta",
     "training_flops", "model_state_bytes", "accelerator", "topology", "overlap_timeline", "gpu_cluster",
-    "predict_busbw", "pipeline_schedule", "activation_bytes_per_layer",
+    "predict_busbw", "pipeline_schedule", "activation_bytes_per_layer", "transformer", "layout_step", "plan_layouts",
     # the chapters, in the order they first call them
     "glue", "ring_allreduce_time", "fmt_seconds", "cluster_step", "fmt_flops", "fmt_rate", "fmt_bytes",
     "balance_tokens",
@@ -128,6 +131,9 @@ __all__ = [
     "PIPELINE_SCHEDULES", "PipelineEvent", "PipelineSchedule", "pipeline_schedule",
     # activations
     "RECOMPUTE_MODES", "activation_bytes_per_layer",
+    # transformer_model, layout, layout_published
+    "Transformer", "transformer", "LAYOUT_SCHEDULES", "ATTENTION_KERNELS", "BREAKDOWN_TERMS", "PlannerConstants",
+    "planner_constants", "LayoutStep", "layout_step", "plan_layouts", "PublishedLayout", "published_layouts",
     # units, fmt, notebook
     "gbit_to_bytes_per_s", "bytes_per_s_to_gbit",
     "Text", "si", "fmt_bytes", "fmt_seconds", "fmt_rate", "fmt_flops", "fmt_share",

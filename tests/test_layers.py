@@ -48,6 +48,8 @@ MODEL_MODULES = {
     "distlib.overlap_schedule", "distlib.overlap_formulas", "distlib.overlap_buckets", "distlib.overlap_ddp",
     # Part IV: parallel training
     "distlib.pipeline_schedule", "distlib.activations",
+    # Part IV: choosing a layout (the model's shape, the published runs, the planner)
+    "distlib.transformer_model", "distlib.layout_published", "distlib.layout",
     # the bench's typed results, beside its launchers: plots and the mini cluster take them
     "distlib.bench.results",
     # the trainer's model, data, optimizer and typed results (python -m distlib.train launches; these compute)
