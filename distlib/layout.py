@@ -56,6 +56,7 @@ Logits, temporary buffers and fragmentation are not counted.
 from __future__ import annotations
 
 import math
+from collections import Counter
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
@@ -169,13 +170,22 @@ class _Terms:
     optimizer: float  # s per step
 
 
-def _group(cluster: GpuCluster, size: int, stride: int):
-    """The sub-cluster a group of ``size`` ranks ``stride`` apart runs on (``None`` for one rank)."""
-    if size == 1:
+@lru_cache(maxsize=4096)
+def _group(cluster: GpuCluster, *dims):
+    """The sub-cluster one group runs on (``None`` for one rank); ``dims`` are ``(size, stride)`` pairs.
+
+    Group 0's members are the ranks ``sum(i_k * stride_k)``, ``i_k < size_k``; rank ``r`` is on node
+    ``r // gpus_per_node``. The group's nodes each hold ``per_node`` of them, and share their NICs with the
+    ``gpus_per_node / per_node`` groups alike.
+    """
+    ranks = [0]
+    for size, stride in dims:
+        ranks = [r + i * stride for r in ranks for i in range(size)]
+    if len(ranks) == 1:
         return None
     gpn = cluster.gpus_per_node
-    per_node = math.gcd(size, max(1, gpn // stride))
-    nodes = size // per_node
+    counts = Counter(r // gpn for r in ranks)
+    per_node, nodes = max(counts.values()), len(counts)
     if nodes == 1:
         return gpu_cluster(1, gpus_per_node=per_node, accelerator=cluster.accelerator, nvls=cluster.nvls and per_node > 1)
     share = per_node / gpn  # groups on one node share its NICs
@@ -217,10 +227,10 @@ def _comm_terms(model: Transformer, cluster: GpuCluster, lay: _Layout) -> tuple:
     """Seconds per microbatch of TP, CP and PP communication (exposed)."""
     layers = _stage_layers(model, lay.pp, lay.chunks)
     b, s, h = lay.micro_batch, model.seq / lay.cp, model.hidden
-    tp_group = _group(cluster, lay.tp, 1)
+    tp_group = _group(cluster, (lay.tp, 1))
     n_tp = 6 if lay.recompute == "full" else 4
     tp = layers * n_tp * _time("allreduce", _BF16 * b * s * h, tp_group)
-    cp_group = _group(cluster, lay.cp, lay.tp)
+    cp_group = _group(cluster, (lay.cp, lay.tp))
     kv = 2 * _BF16 * b * model.seq * max(model.kv_dim // lay.tp, model.hidden // model.heads)  # K and V, whole sequence
     cp = layers * (_time("allgather", kv, cp_group) + _time("reduce_scatter", kv, cp_group))
     pp = 0.0
@@ -235,7 +245,7 @@ def _dp_terms(model: Transformer, cluster: GpuCluster, lay: _Layout, microbatche
     """Seconds per step of the data-parallel collectives (nccl-tests speed) and of the optimizer update."""
     shard = model.params / (lay.tp * lay.pp)  # parameters of one GPU's model-parallel shard
     ranks = lay.dp * lay.cp
-    group = _group(cluster, ranks, lay.tp if lay.dp == 1 else lay.tp * lay.cp * lay.pp)
+    group = _group(cluster, (lay.cp, lay.tp), (lay.dp, lay.tp * lay.cp * lay.pp))
     n = _BF16 * shard
     stage = zero_stage(lay.zero)
     if lay.zero == 0:
