@@ -51,8 +51,8 @@ from .measure_overlap import DDPComparison, compare_ddp, fit_allreduce, parse_js
 from .pipeline_schedule import PIPELINE_SCHEDULES, PipelineEvent, PipelineSchedule, pipeline_schedule
 from .activations import RECOMPUTE_MODES, activation_bytes_per_layer
 from .transformer_model import Transformer, transformer
-from .layout import (LAYOUT_SCHEDULES, ATTENTION_KERNELS, BREAKDOWN_TERMS, PlannerConstants, planner_constants,
-                     LayoutStep, layout_step, plan_layouts)
+from .layout import (LAYOUT_SCHEDULES, ATTENTION_KERNELS, BREAKDOWN_TERMS, MIN_CP_TOKENS, PlannerConstants,
+                     planner_constants, LayoutStep, layout_step, plan_layouts)
 from .layout_published import PublishedLayout, published_layouts
 
 # units, shown numbers and notebook helpers
@@ -132,8 +132,8 @@ __all__ = [
     # activations
     "RECOMPUTE_MODES", "activation_bytes_per_layer",
     # transformer_model, layout, layout_published
-    "Transformer", "transformer", "LAYOUT_SCHEDULES", "ATTENTION_KERNELS", "BREAKDOWN_TERMS", "PlannerConstants",
-    "planner_constants", "LayoutStep", "layout_step", "plan_layouts", "PublishedLayout", "published_layouts",
+    "Transformer", "transformer", "LAYOUT_SCHEDULES", "ATTENTION_KERNELS", "BREAKDOWN_TERMS", "MIN_CP_TOKENS",
+    "PlannerConstants", "planner_constants", "LayoutStep", "layout_step", "plan_layouts", "PublishedLayout", "published_layouts",
     # units, fmt, notebook
     "gbit_to_bytes_per_s", "bytes_per_s_to_gbit",
     "Text", "si", "fmt_bytes", "fmt_seconds", "fmt_rate", "fmt_flops", "fmt_share",

@@ -68,7 +68,7 @@ from .transformer_model import Transformer, transformer
 from .units import gbit_to_bytes_per_s
 from .walls import RECIPES, training_flops, zero_stage, zero_state_bytes_per_gpu
 
-__all__ = ["LAYOUT_SCHEDULES", "ATTENTION_KERNELS", "BREAKDOWN_TERMS", "PlannerConstants", "planner_constants",
+__all__ = ["LAYOUT_SCHEDULES", "ATTENTION_KERNELS", "BREAKDOWN_TERMS", "MIN_CP_TOKENS", "PlannerConstants", "planner_constants",
            "LayoutStep", "layout_step", "plan_layouts", "published_model", "published_cluster", "published_step"]
 
 #: Pipeline schedules the planner times (the closed forms of :mod:`distlib.pipeline_schedule`).
@@ -77,6 +77,10 @@ LAYOUT_SCHEDULES = ("1f1b", "interleaved")
 ATTENTION_KERNELS = ("materialized", "flash")
 #: The named seconds of a step, in the order they are summed.
 BREAKDOWN_TERMS = ("compute", "memory_bound", "tp_comm", "cp_comm", "pp_comm", "bubble", "dp_comm", "optimizer")
+#: Tokens of a sequence each GPU keeps before :func:`plan_layouts` tries context parallelism. The model
+#: charges nothing for short matrices, so it would split 2K sequences 8 ways; practice (Llama 3's 128K
+#: stage) keeps CP for long contexts. Pass ``cp=`` to try any degree.
+MIN_CP_TOKENS = 8192
 _BF16 = 2  # bytes per activation, weight or gradient value
 _RECIPE = "mixed_precision_adam"
 
@@ -444,12 +448,16 @@ def _divisors(n: int) -> list:
 def _degrees(model: Transformer, cluster: GpuCluster, global_batch: int, fixed: dict):
     """Every (dp, tp, pp, cp) of the cluster that the model and the batch allow, within ``fixed``."""
     p = cluster.p
-    for tp in fixed.get("tp") and [fixed["tp"]] or [t for t in _divisors(cluster.gpus_per_node) if model.heads % t == 0]:
-        for cp in fixed.get("cp") and [fixed["cp"]] or [c for c in (1, 2, 4, 8, 16) if model.seq % c == 0]:
-            rest = p // (tp * cp) if p % (tp * cp) == 0 else 0
-            for pp in fixed.get("pp") and [fixed["pp"]] or [q for q in _divisors(rest) if q <= model.layers] if rest else []:
-                dp = p // (tp * cp * pp) if p % (tp * cp * pp) == 0 else 0
-                if dp and dp == fixed.get("dp", dp) and global_batch % dp == 0:
+    tps = [t for t in _divisors(cluster.gpus_per_node) if model.heads % t == 0]
+    cps = [c for c in (1, 2, 4, 8, 16) if model.seq % c == 0 and (c == 1 or model.seq // c >= MIN_CP_TOKENS)]
+    for tp in [fixed["tp"]] if "tp" in fixed else tps:
+        for cp in [fixed["cp"]] if "cp" in fixed else cps:
+            if p % (tp * cp):
+                continue
+            pps = [q for q in _divisors(p // (tp * cp)) if q <= model.layers]
+            for pp in [fixed["pp"]] if "pp" in fixed else pps:
+                dp, left = divmod(p, tp * cp * pp)
+                if not left and dp == fixed.get("dp", dp) and global_batch % dp == 0:
                     yield dp, tp, pp, cp
 
 
@@ -457,7 +465,7 @@ def plan_layouts(model, cluster, *, global_batch, **fixed) -> list:
     """Every layout of ``model`` on ``cluster`` that fits, fastest first (chapter "Choosing a layout").
 
     Enumerates ``dp x tp x pp x cp`` (TP within a node, dividing the heads;
-    CP 1 to 16), ZeRO stage, recomputation, sequence parallelism, schedule,
+    CP 2 to 16 only while each GPU keeps :data:`MIN_CP_TOKENS` tokens), ZeRO stage, recomputation, sequence parallelism, schedule,
     then chunks and microbatch size as :func:`layout_step` picks them.
 
     Parameters
@@ -493,6 +501,9 @@ def plan_layouts(model, cluster, *, global_batch, **fixed) -> list:
     if not isinstance(model, Transformer) or not isinstance(cluster, GpuCluster):
         layout_step(model, cluster, global_batch=global_batch, dp=1, tp=1, pp=1)  # raises, naming the argument
     global_batch = check_int("global_batch", global_batch, minimum=1)
+    for name in ("dp", "tp", "pp", "cp"):
+        if name in fixed:
+            fixed[name] = check_int(name, fixed[name], minimum=1)
     options = {
         "zero": [fixed["zero"]] if "zero" in fixed else list(range(4)),
         "recompute": [fixed["recompute"]] if "recompute" in fixed else list(RECOMPUTE_MODES),
@@ -516,14 +527,40 @@ def plan_layouts(model, cluster, *, global_batch, **fixed) -> list:
 
 
 def published_model(row) -> Transformer:
-    """The :class:`Transformer` of a :class:`~distlib.layout_published.PublishedLayout` row."""
+    """The :class:`Transformer` of a :class:`~distlib.layout_published.PublishedLayout` row.
+
+    Parameters
+    ----------
+    row : PublishedLayout
+        From :func:`distlib.published_layouts`.
+
+    Returns
+    -------
+    Transformer
+
+    Examples
+    --------
+    >>> from distlib.layout_published import published_layouts
+    >>> rows = {r.id: r for r in published_layouts()}
+    >>> round(published_model(rows["bloom_176b"]).params / 1e6)   # the BLOOM paper's 176,247M
+    176247
+    """
     return transformer(row.layers, row.hidden, row.heads, seq=row.seq, vocab=row.vocab, ffn_hidden=row.ffn_hidden,
                        kv_heads=row.kv_heads, gated_ffn=row.gated_ffn, biases=row.biases,
                        tied_embeddings=row.tied_embeddings, learned_positions=row.learned_positions)
 
 
 def published_cluster(row) -> GpuCluster:
-    """The :class:`GpuCluster` of a published row (eight GPUs a node)."""
+    """The :class:`GpuCluster` of a published row (eight GPUs a node, the row's NIC rate per node).
+
+    Examples
+    --------
+    >>> from distlib.layout_published import published_layouts
+    >>> rows = {r.id: r for r in published_layouts()}
+    >>> c = published_cluster(rows["megatron2021_t1_1008.0b"])
+    >>> c.p, c.accelerator.name, c.nic_bandwidth / 1e9    # Selene: 8 x 200 Gb/s HDR a node
+    (3072, 'A100', 200.0)
+    """
     nic = gbit_to_bytes_per_s(row.nic_gbit_per_node) if row.nodes > 1 else None
     return gpu_cluster(row.nodes, accelerator=row.accelerator, nic_bandwidth=nic, nics=row.nics, network=row.network)
 
@@ -535,7 +572,31 @@ def _row_layout(row) -> dict:
 
 
 def published_step(row, *, constants=None) -> LayoutStep:
-    """The planner's step for a published row; what the row leaves empty, the planner picks (fastest that fits)."""
+    """The planner's step for a published row; what the row leaves empty, the planner picks (fastest that fits).
+
+    Parameters
+    ----------
+    row : PublishedLayout
+    constants : PlannerConstants, optional
+        Default :func:`planner_constants`.
+
+    Returns
+    -------
+    LayoutStep
+
+    Raises
+    ------
+    ValueError
+        When no layout the row allows fits the memory model.
+
+    Examples
+    --------
+    >>> from distlib.layout_published import published_layouts
+    >>> rows = {r.id: r for r in published_layouts()}
+    >>> s = published_step(rows["korthikanti2022_22b"])   # a fit row: its printed MFU by construction
+    >>> round(s.mfu, 3), s.fits
+    (0.415, True)
+    """
     model, cluster = published_model(row), published_cluster(row)
     given = {k: v for k, v in _row_layout(row).items() if v is not None}
     if constants is not None:

@@ -197,9 +197,19 @@ def test_plan_layouts_finds_the_best_it_would_time_one_by_one():
     assert one.step_time == pytest.approx(plans[0].step_time)
 
 
-def test_plan_layouts_rejects_an_unknown_keyword_by_name():
+def test_plan_layouts_rejects_an_unknown_keyword_and_a_bad_degree_by_name():
     with pytest.raises(TypeError, match="unexpected keyword.*pipeline"):
         dl.plan_layouts(SMALL, a100(1), global_batch=8, pipeline=2)
+    with pytest.raises(ValueError, match="tp must be an integer >= 1, got 0"):
+        dl.plan_layouts(SMALL, a100(1), global_batch=8, tp=0)
+
+
+def test_context_parallelism_is_tried_only_for_long_sequences_unless_fixed():
+    c = a100(1)
+    assert {r.cp for r in dl.plan_layouts(SMALL, c, global_batch=8, zero=1, recompute="selective")} == {1}
+    long = dl.transformer(8, 1024, 16, seq=32768, vocab=32000)
+    assert {r.cp for r in dl.plan_layouts(long, c, global_batch=8, zero=1, recompute="selective", tp=2)} > {1}
+    assert {r.cp for r in dl.plan_layouts(SMALL, c, global_batch=8, zero=1, recompute="selective", cp=2)} == {2}
 
 
 # ---- the published runs -----------------------------------------------------------------------------------------
