@@ -103,6 +103,13 @@ def main() -> None:
                           attention="flash")
     print(f"Llama 3 405B at 8K on 8192 H100s without recomputation (the paper's text): MFU {bare.mfu:.1%} "
           f"(printed {llama.printed:.0%}), {bare.memory_bytes / 1e9:.0f} GB a GPU, fits={bare.fits}")
+    print("\nMFU and HFU kept apart (Korthikanti et al. 2022, Table 5: selective recomputation):")
+    for r in (x for x in published_layouts() if x.printed_hfu is not None):
+        step = published_step(r)
+        print(f"  {r.id:24s} MFU printed {r.printed:.1%} planner {step.mfu:.1%}; HFU printed {r.printed_hfu:.1%} "
+              f"planner {step.hfu:.1%} (HFU/MFU printed {r.printed_hfu / r.printed:.3f}, ours {step.hfu / step.mfu:.3f})")
+    print("  (their ratio, 'approximately 1 + s/6h' (section 6.3), charges selective recomputation 12 s h per layer")
+    print("  per token; ours charges the 4 s h of the two attention products it repeats)")
     print("\nMegatron-LM 2021 Table 2, TFLOP/s per GPU (their count, with recomputation): printed, planner")
     for size in ("174.6b", "529.6b"):
         for kind in ("zero3", "ptd"):

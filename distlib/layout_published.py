@@ -9,7 +9,8 @@ does not print; the planner (:func:`distlib.layout.layout_step`, or
 which utilization the source prints: ``"mfu"`` (model FLOPs: PaLM,
 Korthikanti et al. 2022, Llama 3) or ``"hfu"`` (FLOPs the hardware ran,
 recomputation included: Megatron-LM 2021's "% of theoretical peak", BLOOM's
-TFLOPs). ``role`` is ``"fit"`` for the three rows the planner's constants are
+TFLOPs); ``printed_hfu`` is the HFU a source prints beside its MFU
+(Korthikanti et al.'s Table 5). ``role`` is ``"fit"`` for the three rows the planner's constants are
 computed from (:func:`distlib.layout.planner_constants`); every other row is
 a prediction.
 """
@@ -36,6 +37,7 @@ class PublishedLayout:
     role: str
     metric: str
     printed: float
+    printed_hfu: float | None
     layers: int
     hidden: int
     heads: int
@@ -75,7 +77,7 @@ def _value(name: str, text: str):
         return int(text)
     if name in _BOOLS:
         return {"True": True, "False": False}[text]
-    if name in ("printed", "nic_gbit_per_node"):
+    if name in ("printed", "printed_hfu", "nic_gbit_per_node"):
         return float(text)
     return text
 

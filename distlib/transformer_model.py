@@ -28,9 +28,10 @@ they come from:
   forwards (the backward pass costs two). With activation recomputation the
   hardware does more (``.recompute_flops_per_token``): ``"full"`` runs every
   layer's forward again, ``"selective"`` the attention core's two products
-  (``4 s h`` per layer; Korthikanti et al. 2022's appendix A charges more,
-  ``12 s h`` per layer per token, so their printed HFU sits about a point
-  above ours for the 22B model).
+  (``4 s h`` per layer). Korthikanti et al. 2022 charge more: their
+  hardware-to-model ratio, "approximately 1 + s/6h" (section 6.3), is
+  ``12 s h`` per layer per token, so their printed HFU sits 1.5 points above
+  ours for the 22B model at the same MFU.
 
 Narayanan et al. 2021's equation (3) counts one iteration of ``B`` sequences
 with full recomputation as ``96 B s l h^2 (1 + s/(6h) + V/(16 l h))``;
