@@ -11,9 +11,9 @@ bubble from :mod:`distlib.pipeline_schedule`'s closed forms, peak FLOP/s and
 HBM from the hardware table.
 
 Placement. Ranks are numbered TP fastest, then CP, then PP, then DP (Llama 3's
-order). A group whose members are ``stride`` ranks apart has
-``gpus_per_node // stride`` of them on a node; groups that share a node
-share its NICs.
+order), ``gpus_per_node`` to a node. Each collective runs on the sub-cluster
+its group occupies (counted rank by rank: how many nodes, how many of its
+members on each); groups that share a node share its NICs.
 
 Time of one step (the names of :attr:`LayoutStep.breakdown`, in seconds;
 ``m = global_batch / (dp b)`` microbatches of ``b`` sequences per pipeline):
@@ -45,12 +45,13 @@ is predicted: ``matmul_efficiency`` and ``memory_traffic`` on Korthikanti et
 al.'s 22B and 1T rows, ``dp_exposure`` on their 530B run at 8-way data
 parallelism (``data/published_layouts.csv``, ``role`` "fit").
 
-Memory (peak, on the first stage): the mixed-precision model state of the
-GPU's ``1 / (tp pp)`` of the weights under its ZeRO stage over ``dp cp``
-ranks, plus one microbatch's activations per layer of the stage times the
-microbatches in flight (``min(p, m)`` for 1F1B, ``p + (p - 1)/v`` for
-interleaved), plus, with full recomputation, the one layer being recomputed.
-Logits, temporary buffers and fragmentation are not counted.
+Memory (peak per GPU): the mixed-precision model state of the GPU's
+``1 / (tp pp)`` of the weights under its ZeRO stage over ``dp cp`` ranks,
+plus one microbatch's activations per layer of the busiest stage times the
+first stage's microbatches in flight (``min(p, m)`` for 1F1B,
+``p + (p - 1)/v`` for interleaved), plus, with full recomputation, the one
+layer being recomputed. Logits, ZeRO-3's gathered layer, temporary buffers
+and fragmentation are not counted.
 """
 
 from __future__ import annotations
@@ -60,7 +61,7 @@ from collections import Counter
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
-from ._check import check_bool, check_choice, check_int, check_real
+from ._check import check_bool, check_choice, check_int
 from .activations import RECOMPUTE_MODES, activation_bytes_per_layer
 from .gpu_cluster import GpuCluster, calibration, gpu_cluster, predict_time
 from .layout_published import published_layouts
@@ -68,8 +69,8 @@ from .transformer_model import Transformer, transformer
 from .units import gbit_to_bytes_per_s
 from .walls import RECIPES, training_flops, zero_stage, zero_state_bytes_per_gpu
 
-__all__ = ["LAYOUT_SCHEDULES", "ATTENTION_KERNELS", "BREAKDOWN_TERMS", "MIN_CP_TOKENS", "PlannerConstants", "planner_constants",
-           "LayoutStep", "layout_step", "plan_layouts", "published_model", "published_cluster", "published_step"]
+__all__ = ["LAYOUT_SCHEDULES", "ATTENTION_KERNELS", "BREAKDOWN_TERMS", "MIN_CP_TOKENS", "PlannerConstants",
+           "planner_constants", "LayoutStep", "layout_step", "plan_layouts", "published_model", "published_cluster", "published_step"]
 
 #: Pipeline schedules the planner times (the closed forms of :mod:`distlib.pipeline_schedule`).
 LAYOUT_SCHEDULES = ("1f1b", "interleaved")
@@ -284,7 +285,7 @@ def _breakdown(t: _Terms, c: PlannerConstants) -> dict:
 
 
 def _memory(model: Transformer, cluster: GpuCluster, lay: _Layout, microbatches: int) -> dict:
-    """Peak bytes on the first stage, by part."""
+    """Peak bytes per GPU, by part (the busiest stage's layers, the first stage's microbatches in flight)."""
     state = zero_state_bytes_per_gpu(model.params / (lay.tp * lay.pp), recipe=_RECIPE, dp=lay.dp * lay.cp,
                                      stage=lay.zero)
     mode = "selective" if lay.attention == "flash" and lay.recompute == "none" else lay.recompute
