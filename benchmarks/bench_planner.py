@@ -12,8 +12,8 @@ the ZeRO-3 against TP+PP comparison of Megatron-LM 2021's Table 2.
 
 Where the model misses, and why (the figures this script prints):
 
-* Megatron-LM 2021's small models (1.7B to 18.4B, ``h <= 6144``) come out
-  20 to 35 % low. The ``memory_bound`` term, fitted on Korthikanti's 2022
+* Megatron-LM 2021's smaller models (1.7B to 76.1B, ``h <= 10240``) come
+  out 17 to 35 % low, worst at 7.5B and 18.4B. The ``memory_bound`` term, fitted on Korthikanti's 2022
   runs, charges 13 bytes of HBM traffic per byte of activations a layer
   keeps; for a small ``h`` the attention scores (``5 a s / h`` of the
   ``34 + 5 a s / h``) dominate that count, so the term takes a third to a
