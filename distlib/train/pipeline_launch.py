@@ -1,0 +1,54 @@
+"""Starting a pipeline's ranks and reading their reports back typed.
+
+:func:`train_pipeline` is what :func:`distlib.train.launch.train` calls when
+the layout has pipeline stages (its flags already checked there): it
+launches ``dp * pp * tp`` ranks of :mod:`distlib.train.pipeline` with
+:func:`distlib.engines.run_mpi` (the one launch path: its timeout, its
+watchdog, its clean-up) and folds their
+:class:`~distlib.train.pipeline_results.StageReport` s into a
+:class:`~distlib.train.pipeline_results.PipelineResult`.
+"""
+
+from __future__ import annotations
+
+from .._check import check_choice, check_int, check_real
+from ..pipeline_schedule import PIPELINE_SCHEDULES
+from .pipeline_results import PipelineResult, StageReport
+
+__all__ = ["train_pipeline"]
+
+
+def train_pipeline(*, dp: int, tp: int, pp: int, zero: int, steps: int, seed: int, timeout: float, schedule: str,
+                   chunks: int, microbatches: int) -> PipelineResult:  # fmt: skip
+    """Train with ``pp`` pipeline stages (times ``dp`` replicas and ``tp`` tensor-parallel ranks) on MPI ranks.
+
+    Parameters
+    ----------
+    dp, tp, pp, zero, steps, seed, timeout, schedule, chunks, microbatches
+        As for :func:`distlib.train.launch.train`, which checks them all
+        (:func:`~distlib.train.launch.layout_problem`) before calling this.
+
+    Returns
+    -------
+    PipelineResult
+
+    Raises
+    ------
+    distlib.engines.RunError
+        A rank failed, stalled or the run timed out (the message names the rank).
+    """
+    for name, value in (("dp", dp), ("tp", tp), ("pp", pp), ("steps", steps), ("chunks", chunks),
+                        ("microbatches", microbatches)):  # fmt: skip
+        check_int(name, value, minimum=1)
+    check_real("timeout", timeout, minimum=0, strict_min=True)
+    schedule = check_choice("schedule", schedule, PIPELINE_SCHEDULES)
+    from ..engines.launch import run_mpi
+    from ..engines.report import read_all
+
+    args = ["--dp", dp, "--tp", tp, "--pp", pp, "--zero", zero, "--steps", steps, "--seed", seed, "--schedule",
+            schedule, "--chunks", chunks, "--microbatches", microbatches]  # fmt: skip
+    result = run_mpi("distlib.train.pipeline", dp * pp * tp, args=[str(a) for a in args], timeout=timeout)
+    reports = read_all(result, StageReport)
+    return PipelineResult.from_stages(reports, dp=dp, tp=tp, pp=pp, zero=zero, seed=seed, schedule=schedule,
+                                      chunks=chunks, microbatches=microbatches, log=result.stderr[0],
+                                      run_id=result.run_id)  # fmt: skip
