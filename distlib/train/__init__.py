@@ -2,15 +2,19 @@
 
 ::
 
-    python -m distlib.train --dp D --tp T --zero Z --steps K --seed S --engine mpi --json
+    python -m distlib.train --dp D --tp T --pp P --zero Z [--schedule gpipe|1f1b|interleaved] [--chunks V]
+        [--microbatches M] --steps K --seed S --engine mpi --json
 
-starts ``D * T`` MPI ranks itself (``--engine gloo``: torch.distributed
+starts ``D * T * P`` ranks itself (MPI; ``--engine gloo``: torch.distributed
 ranks over gloo, running the same NumPy program) and prints one JSON object: ``losses``
 (one per step), ``param_checksum`` (the float64 sum of every parameter
 after the last step), ``state_bytes`` and ``comm_bytes`` (one per rank:
 parameter + gradient + optimizer-state bytes held at peak, bytes sent) and
 ``step_seconds`` (one per step, the slowest rank's). Every layout
-reproduces one process (``--dp 1 --tp 1 --zero 0``) to rounding.
+reproduces one process (``--dp 1 --tp 1 --zero 0``) to rounding; a
+pipeline reproduces one process accumulating the same microbatches in the
+same order (:func:`~distlib.train.microbatches.accumulate_run`), and also
+reports each stage's idle and busy seconds.
 
 Parts, one concept each:
 
@@ -26,12 +30,20 @@ Parts, one concept each:
   PyTorch's own tools;
 * :mod:`~distlib.train.peers` -- the book's ZeRO-3 beside FSDP2, its tensor parallelism beside
   DTensor's, on the same ranks;
+* :mod:`~distlib.train.microbatches` -- a batch as microbatches, and one
+  process accumulating them (what a pipeline reproduces);
+* :mod:`~distlib.train.stages` -- which units each pipeline stage holds,
+  and its op order, read off :func:`distlib.pipeline_schedule`;
+* :mod:`~distlib.train.pipeline` -- one pipeline rank's program (DP x PP x TP);
+* :mod:`~distlib.train.pipeline_results` and
+  :mod:`~distlib.train.pipeline_launch` -- a pipeline's typed reports and
+  result, and starting its ranks;
 * :mod:`~distlib.train.results` -- the ranks' typed reports and the run's result;
 * :mod:`~distlib.train.launch` -- the flags' bounds and :func:`train`, which starts the ranks;
 * :mod:`~distlib.train.__main__` -- the command line.
 
-Not yet built: pipeline parallelism (``--pp`` above 1); the command says
-so and starts nothing.
+Pipelines (``--pp`` above 1) run on MPI only: ``--engine gloo`` with
+``--pp`` above 1 says so and starts nothing.
 """
 
 from .launch import train

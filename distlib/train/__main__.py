@@ -5,13 +5,16 @@
     python -m distlib.train --dp 2 --tp 2 --zero 1 --steps 5 --seed 0 --engine mpi --json
 
 It checks every flag before starting anything (a bad one: one line naming
-it and its range, exit status 2), starts ``dp * tp`` ranks itself
+it and its range, exit status 2), starts ``dp * tp * pp`` ranks itself
 (:func:`distlib.train.launch.train`), shows rank 0's progress on stderr,
 and with ``--json`` prints one JSON object: ``losses``, ``param_checksum``,
 ``state_bytes``, ``comm_bytes``, ``step_seconds``
-(:meth:`distlib.train.results.TrainResult.to_json`). ``--engine gloo`` runs
-the same ranks on torch.distributed (:mod:`distlib.train.gloo`). ``--pp``
-above 1 is not built yet and says so.
+(:meth:`distlib.train.results.TrainResult.to_json`); with pipeline stages
+(``--pp P --schedule gpipe|1f1b|interleaved --chunks V --microbatches M``)
+also each stage's ``idle_seconds`` and ``busy_seconds`` and the measured
+and predicted bubble (:class:`distlib.train.pipeline_results.PipelineResult`).
+``--engine gloo`` runs the same ranks on torch.distributed
+(:mod:`distlib.train.gloo`), pipelines excepted.
 """
 
 from __future__ import annotations
@@ -40,7 +43,11 @@ def _parser() -> argparse.ArgumentParser:
     parser = _Parser(prog=PROG, description="Train the book's small transformer with a parallel layout on real ranks.")
     parser.add_argument("--dp", type=int, default=1, help="data-parallel ranks (default 1)")
     parser.add_argument("--tp", type=int, default=1, help="tensor-parallel ranks (default 1)")
-    parser.add_argument("--pp", type=int, default=1, help="pipeline stages: 1 only (pipelines are not yet built)")
+    parser.add_argument("--pp", type=int, default=1, help="pipeline stages (default 1)")
+    parser.add_argument("--schedule", default="1f1b", help="pipeline schedule: gpipe, 1f1b or interleaved (default 1f1b)")
+    parser.add_argument("--chunks", type=int, default=1, help="model chunks per stage, interleaved only (default 1)")
+    parser.add_argument("--microbatches", type=int, default=None,
+                        help="microbatches per replica and step (default: --pp)")
     parser.add_argument("--zero", type=int, default=0, help="ZeRO stage 0 (DDP), 1, 2 or 3 (default 0)")
     parser.add_argument("--steps", type=int, default=10, help="training steps (default 10)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the parameters and the data (default 0)")
@@ -52,14 +59,42 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _table(result) -> str:
-    lines = [f"dp {result.dp} x tp {result.tp}, zero {result.zero}, seed {result.seed}: "
+    pp = f" x pp {result.pp}" if hasattr(result, "pp") else ""
+    lines = [f"dp {result.dp}{pp} x tp {result.tp}, zero {result.zero}, seed {result.seed}: "
              f"{len(result.state_bytes)} ranks"]  # fmt: skip
     lines += [f"step {i + 1}: loss {loss:.6f}, {sec * 1e3:.1f} ms (slowest rank)"
               for i, (loss, sec) in enumerate(zip(result.losses, result.step_seconds))]  # fmt: skip
     lines.append(f"param_checksum {result.param_checksum:.12g}")
     lines.append(f"state_bytes per rank {result.state_bytes}")
     lines.append(f"comm_bytes per rank {result.comm_bytes}")
+    lines += _stage_lines(result)
     return "\n".join(lines)
+
+
+def _pipeline_flags(ns) -> dict:
+    """The pipeline's flags as :func:`~distlib.train.launch.train` takes them (``--microbatches`` defaults to ``--pp``)."""
+    microbatches = ns.pp if ns.microbatches is None else ns.microbatches
+    return dict(schedule=ns.schedule, chunks=ns.chunks, microbatches=microbatches)
+
+
+def _layout_words(flags: dict) -> str:
+    words = f"dp {flags['dp']} x tp {flags['tp']}, zero {flags['zero']}"
+    if flags["pp"] > 1 or flags["microbatches"] != 1:
+        words = (f"dp {flags['dp']} x pp {flags['pp']} x tp {flags['tp']}, zero {flags['zero']}, "
+                 f"{flags['schedule']}, {flags['microbatches']} microbatches")  # fmt: skip
+        words += f", {flags['chunks']} chunks" if flags["schedule"] == "interleaved" else ""
+    return words
+
+
+def _stage_lines(result) -> list:
+    """Per stage, the measured idle and busy seconds; the measured and predicted bubble (pipelines only)."""
+    if not hasattr(result, "idle_seconds"):
+        return []
+    lines = [f"stage {s}: idle {idle * 1e3:.2f} ms, busy {busy * 1e3:.2f} ms per step"
+             for s, (idle, busy) in enumerate(zip(result.idle_seconds, result.busy_seconds))]  # fmt: skip
+    lines.append(f"bubble: measured {result.measured_bubble:.3f}, predicted {result.predicted_bubble:.3f} "
+                 "(dl.pipeline_schedule with the measured forward and backward times)")  # fmt: skip
+    return lines
 
 
 def main(argv=None) -> int:
@@ -70,12 +105,13 @@ def main(argv=None) -> int:
     ns = _parser().parse_args(sys.argv[1:] if argv is None else argv)
     flags = dict(dp=ns.dp, tp=ns.tp, pp=ns.pp, zero=ns.zero, steps=ns.steps, seed=ns.seed, engine=ns.engine,
                  timeout=ns.timeout)  # fmt: skip
+    flags.update(_pipeline_flags(ns))
     try:
         from distlib.train.launch import check_layout
 
         check_layout(**flags)
-        print(f"{PROG}: starting {ns.dp * ns.tp} {_ENGINE_WORDS[ns.engine]} ranks (dp {ns.dp} x tp {ns.tp}, "
-              f"zero {ns.zero}), {ns.steps} steps", file=sys.stderr, flush=True)  # fmt: skip
+        print(f"{PROG}: starting {ns.dp * ns.tp * ns.pp} {_ENGINE_WORDS[ns.engine]} ranks ({_layout_words(flags)}), "
+              f"{ns.steps} steps", file=sys.stderr, flush=True)  # fmt: skip
         result = train(**flags)
     except ValueError as exc:
         if isinstance(exc, ReportError):  # the ranks ran, but one handed back no report

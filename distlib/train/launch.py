@@ -18,7 +18,7 @@ from .data import GLOBAL_BATCH
 from .model import Config
 from .results import RankReport, TrainResult
 
-__all__ = ["ENGINES", "MAX_STEPS", "MAX_SEED", "layout_problem", "check_layout", "train"]
+__all__ = ["ENGINES", "MAX_STEPS", "MAX_SEED", "layout_problem", "check_layout", "is_pipeline", "train"]
 
 ENGINES = ("mpi", "gloo")
 """What ``--engine`` names: MPI ranks (mpi4py) or torch.distributed ranks over gloo (:mod:`distlib.train.gloo`)."""
@@ -47,8 +47,8 @@ def _range_problem(name: str, value, low: int, high: int) -> str | None:
     return None
 
 
-def layout_problem(*, dp, tp, pp, zero, steps, seed, engine, timeout, config: Config = Config(),
-                   max_ranks: int | None = None) -> str | None:  # fmt: skip
+def layout_problem(*, dp, tp, pp, zero, steps, seed, engine, timeout, schedule="1f1b", chunks=1, microbatches=1,
+                   config: Config = Config(), max_ranks: int | None = None) -> str | None:  # fmt: skip
     """The first flag out of its range, as one line naming it and the range; ``None`` if all fit.
 
     Examples
@@ -72,20 +72,39 @@ def layout_problem(*, dp, tp, pp, zero, steps, seed, engine, timeout, config: Co
         return f"--engine must be one of {', '.join(ENGINES)}; got {engine!r}"
     if engine == "gloo" and not _torch_installed():
         return "--engine gloo needs PyTorch (torch.distributed): pip install torch"
-    if pp != 1:
-        return f"--pp {pp}: pipeline parallelism is not yet built (only --pp 1)"
+    if engine != "mpi" and (pp != 1 or microbatches != 1):
+        return f"--engine {engine}: pipelines (--pp {pp}, --microbatches {microbatches}) run on --engine mpi only"
     problem = launch_problem(timeout=timeout)
     if problem:
         return problem
     if dp * tp * pp > max_ranks:
-        return f"--dp times --tp must be at most {max_ranks} ranks on this machine, got {dp * tp * pp}"
+        names = "--dp times --tp" if pp == 1 else "--dp times --tp times --pp"
+        return f"{names} must be at most {max_ranks} ranks on this machine, got {dp * tp * pp}"
     if tp not in _tp_choices(config):
         return (f"--tp must divide heads ({config.heads}), hidden ({config.hidden}) and ffn ({config.ffn}): "
                 f"one of {', '.join(map(str, _tp_choices(config)))}; got {tp}")
     if GLOBAL_BATCH % dp:
         return (f"--dp must divide the global batch of {GLOBAL_BATCH} sequences: one of "
                 f"{', '.join(map(str, _divisors(GLOBAL_BATCH)))}; got {dp}")
-    return None
+    return _pipeline_problem(pp=pp, zero=zero, dp=dp, schedule=schedule, chunks=chunks, microbatches=microbatches,
+                             config=config)  # fmt: skip
+
+
+def is_pipeline(*, pp: int, microbatches: int = 1, **_) -> bool:
+    """Whether a layout runs as pipeline stages (:mod:`distlib.train.pipeline`): more than one stage or microbatch."""
+    return pp > 1 or microbatches != 1
+
+
+def _pipeline_problem(*, pp, zero, dp, schedule, chunks, microbatches, config) -> str | None:
+    """The pipeline flags' problem (:func:`distlib.train.stages.pipeline_problem`), and ZeRO-2/3 refused with them."""
+    from .stages import pipeline_problem
+
+    problem = pipeline_problem(layers=config.layers, pp=pp, schedule=schedule, chunks=chunks,
+                               microbatches=microbatches, batch=GLOBAL_BATCH // dp)  # fmt: skip
+    if problem is None and is_pipeline(pp=pp, microbatches=microbatches) and zero > 1:
+        problem = (f"--zero {zero} with pipeline stages: ZeRO-2 and 3 shard the gradient the microbatches add "
+                   "into, and Megatron-LM refuses them with pipelines too; use --zero 0 or 1")  # fmt: skip
+    return problem
 
 
 def check_layout(**flags) -> None:
@@ -106,7 +125,8 @@ def _start(engine: str, n: int, args: list, timeout: float):
 
 
 def train(*, dp: int = 1, tp: int = 1, pp: int = 1, zero: int = 0, steps: int = 10, seed: int = 0,
-          engine: str = "mpi", timeout: float = 300.0) -> TrainResult:  # fmt: skip
+          engine: str = "mpi", timeout: float = 300.0, schedule: str = "1f1b", chunks: int = 1,
+          microbatches: int = 1) -> TrainResult:  # fmt: skip
     """Train the book's model with a layout on ``dp * tp`` ranks of ``engine``; the run's :class:`TrainResult`.
 
     Parameters
@@ -114,7 +134,10 @@ def train(*, dp: int = 1, tp: int = 1, pp: int = 1, zero: int = 0, steps: int = 
     dp, tp : int
         Data-parallel and tensor-parallel ranks.
     pp : int
-        Pipeline stages: 1 (pipelines are not built yet).
+        Pipeline stages; above 1 (or with ``microbatches`` above 1) the run
+        is :func:`distlib.train.pipeline_launch.train_pipeline`'s, on
+        ``dp * pp * tp`` ranks, and returns a
+        :class:`~distlib.train.pipeline_results.PipelineResult`.
     zero : int
         ZeRO stage, 0 (DDP) to 3 (:mod:`distlib.train.layout`).
     steps, seed : int
@@ -124,6 +147,11 @@ def train(*, dp: int = 1, tp: int = 1, pp: int = 1, zero: int = 0, steps: int = 
         collectives (:mod:`distlib.train.gloo`), so they give the same losses and send the same bytes.
     timeout : float
         Seconds before the run is declared hung and every rank stopped.
+    schedule : {"gpipe", "1f1b", "interleaved"}
+        The pipeline's schedule (:func:`distlib.pipeline_schedule`).
+    chunks, microbatches : int
+        Model chunks per stage (``"interleaved"`` only) and microbatches per
+        data-parallel replica and step.
 
     Raises
     ------
@@ -132,7 +160,13 @@ def train(*, dp: int = 1, tp: int = 1, pp: int = 1, zero: int = 0, steps: int = 
     distlib.engines.RunError
         A rank failed, stalled or the run timed out (the message names the rank).
     """
-    check_layout(dp=dp, tp=tp, pp=pp, zero=zero, steps=steps, seed=seed, engine=engine, timeout=timeout)
+    check_layout(dp=dp, tp=tp, pp=pp, zero=zero, steps=steps, seed=seed, engine=engine, timeout=timeout,
+                 schedule=schedule, chunks=chunks, microbatches=microbatches)  # fmt: skip
+    if is_pipeline(pp=pp, microbatches=microbatches):
+        from .pipeline_launch import train_pipeline
+
+        return train_pipeline(dp=dp, tp=tp, pp=pp, zero=zero, steps=steps, seed=seed, timeout=timeout,
+                              schedule=schedule, chunks=chunks, microbatches=microbatches)  # fmt: skip
     from ..engines.report import read_all
 
     args = ["--dp", dp, "--tp", tp, "--zero", zero, "--steps", steps, "--seed", seed]
