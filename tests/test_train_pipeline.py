@@ -1,0 +1,318 @@
+"""Pipeline parallelism in the book's trainer: real stages on MPI ranks against one process accumulating microbatches.
+
+The reference is :func:`distlib.train.microbatches.accumulate_run`, not the
+whole-batch run: a pipeline runs each microbatch through the same units and
+adds the microbatches' gradients, so it can only match the run that does the
+same; the whole-batch run sums over tokens in other groupings and differs in
+the last bits (``test_the_reference_is_the_whole_batch_to_rounding`` bounds
+by how much). Every layout runs once (module fixture ``runs``), 3 steps, and
+the tests below read those runs. Times are printed, never asserted.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import math
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import psutil
+import pytest
+
+import distlib as dl
+from distlib.engines._processes import max_ranks
+from distlib.engines.comm import run_threads
+from distlib.train.__main__ import main
+from distlib.train.data import GLOBAL_BATCH
+from distlib.train.microbatches import accumulate_run
+from distlib.train.model import Config
+from distlib.train.pipeline import train_stage_rank
+from distlib.train.worker import train_rank
+
+ROOT = Path(__file__).resolve().parents[1]
+STEPS = 3
+SEED = 7
+CONFIG = Config()
+TOL = 1e-12
+
+
+def _have_mpi() -> bool:
+    from distlib.engines import find_mpiexec
+
+    if importlib.util.find_spec("mpi4py") is None:
+        return False
+    try:
+        find_mpiexec()
+    except FileNotFoundError:
+        return False
+    return True
+
+
+needs_mpi = pytest.mark.skipif(not _have_mpi(), reason="mpi4py / mpiexec not installed (pip install mpi4py mpich)")
+
+
+def _env() -> dict:
+    return {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+
+
+def _rel(a, b) -> float:
+    return abs(a - b) / abs(b)
+
+
+# ---------------------------------------------------------------------------
+# The reference, in this process
+# ---------------------------------------------------------------------------
+
+
+def test_the_reference_is_the_whole_batch_to_rounding():
+    one = run_threads(lambda c: train_rank(c, dp=1, tp=1, zero=0, steps=STEPS, seed=SEED), 1, timeout=60)[0]
+    whole = accumulate_run(microbatches=1, steps=STEPS, seed=SEED)
+    assert whole[0] == one.losses  # one microbatch is the one-process run, bit for bit
+    for m in (2, 4, 12):
+        losses, checksum = accumulate_run(microbatches=m, steps=STEPS, seed=SEED)
+        worst = max(_rel(a, b) for a, b in zip(losses, one.losses))
+        print(f"accumulating {m} microbatches vs the whole batch: losses {worst:.1e}, "
+              f"checksum {_rel(checksum, one.checksum_part):.1e} relative")  # fmt: skip
+        assert worst < 1e-13 and _rel(checksum, one.checksum_part) < 1e-13
+    assert accumulate_run(microbatches=4, steps=STEPS, seed=SEED + 1)[0] != whole[0]  # the check can fail
+
+
+def test_stages_on_threads_match_the_reference_and_refuse_what_they_cannot_run():
+    run = lambda c: train_stage_rank(c, dp=1, tp=1, pp=4, zero=0, steps=2, seed=SEED, schedule="interleaved",  # noqa: E731
+                                     chunks=2, microbatches=4)  # fmt: skip
+    reports = run_threads(run, 4, timeout=60)
+    losses, checksum = accumulate_run(microbatches=4, steps=2, seed=SEED)
+    assert max(_rel(a, b) for a, b in zip(reports[0].losses, losses)) < TOL
+    assert _rel(math.fsum(r.checksum_part for r in reports), checksum) < TOL
+    with pytest.raises(ValueError, match=r"zero must be 0 or 1 with pipeline stages"):
+        run_threads(lambda c: train_stage_rank(c, dp=1, tp=1, pp=2, zero=2, steps=1, seed=0), 2, timeout=10)
+    with pytest.raises(ValueError, match=r"dp \* tp \* pp must be the number of ranks of comm \(2\), got 1 \* 1 \* 4"):
+        run_threads(lambda c: train_stage_rank(c, dp=1, tp=1, pp=4, zero=0, steps=1, seed=0), 2, timeout=10)
+
+
+# ---------------------------------------------------------------------------
+# Every pipeline layout on MPI, once
+# ---------------------------------------------------------------------------
+
+#: (dp, tp, pp, schedule, chunks, microbatches per replica, zero)
+LAYOUTS = [(1, 1, 2, "gpipe", 1, 4, 0), (1, 1, 2, "1f1b", 1, 4, 0), (1, 1, 2, "interleaved", 2, 4, 0),
+           (1, 1, 4, "gpipe", 1, 4, 0), (1, 1, 4, "1f1b", 1, 4, 0), (1, 1, 4, "interleaved", 2, 4, 0),
+           (2, 1, 2, "1f1b", 1, 2, 1), (1, 2, 2, "1f1b", 1, 4, 0)]  # fmt: skip
+CLI_LAYOUT = (2, 1, 2, "interleaved", 2, 2, 0)  # DP2 x PP2 through the command line, --json
+
+
+@pytest.fixture(scope="module")
+def runs():
+    """``{layout: PipelineResult}`` of every layout in :data:`LAYOUTS`, and the CLI's JSON body for :data:`CLI_LAYOUT`."""
+    from distlib.engines import stray_processes
+    from distlib.train.launch import train
+
+    if not _have_mpi():
+        pytest.skip("mpi4py / mpiexec not installed")
+    out = {}
+    for layout in LAYOUTS:
+        dp, tp, pp, schedule, chunks, m, zero = layout
+        result = train(dp=dp, tp=tp, pp=pp, zero=zero, steps=STEPS, seed=SEED, timeout=60, schedule=schedule,
+                       chunks=chunks, microbatches=m)  # fmt: skip
+        assert stray_processes(result.run_id) == []
+        out[layout] = result
+    dp, tp, pp, schedule, chunks, m, zero = CLI_LAYOUT
+    argv = ["--dp", dp, "--tp", tp, "--pp", pp, "--schedule", schedule, "--chunks", chunks, "--microbatches", m,
+            "--zero", zero, "--steps", STEPS, "--seed", SEED, "--engine", "mpi", "--json"]  # fmt: skip
+    cli = subprocess.run([sys.executable, "-m", "distlib.train", *map(str, argv)], capture_output=True, text=True,
+                         timeout=90, env=_env(), cwd=ROOT)  # fmt: skip
+    assert cli.returncode == 0, cli.stderr
+    lines = cli.stdout.splitlines()
+    assert len(lines) == 1  # one JSON object, nothing else on stdout
+    out[CLI_LAYOUT] = json.loads(lines[0])
+    assert f"step {STEPS}/{STEPS}" in cli.stderr
+    return out
+
+
+def _losses_and_checksum(result):
+    if isinstance(result, dict):
+        return result["losses"], result["param_checksum"]
+    return result.losses, result.param_checksum
+
+
+@pytest.mark.engines
+@pytest.mark.slow
+@needs_mpi
+def test_every_pipeline_reproduces_one_process_accumulating_the_same_microbatches(runs):
+    for layout, result in runs.items():
+        dp, tp, pp, schedule, chunks, m, zero = layout
+        ref_losses, ref_checksum = accumulate_run(microbatches=dp * m, steps=STEPS, seed=SEED)
+        losses, checksum = _losses_and_checksum(result)
+        worst = max(_rel(a, b) for a, b in zip(losses, ref_losses))
+        print(f"dp {dp} x pp {pp} x tp {tp} {schedule} v={chunks} m={m} zero {zero}: losses {worst:.1e}, "
+              f"checksum {_rel(checksum, ref_checksum):.1e} relative to the accumulating run")  # fmt: skip
+        assert len(losses) == STEPS and losses[-1] < losses[0]
+        assert worst < TOL and _rel(checksum, ref_checksum) < TOL, layout
+
+
+@pytest.mark.engines
+@pytest.mark.slow
+@needs_mpi
+def test_the_cli_prints_the_contract_keys_then_each_stages_times(runs):
+    body = runs[CLI_LAYOUT]
+    dp, tp, pp = CLI_LAYOUT[:3]
+    assert list(body)[:5] == ["losses", "param_checksum", "state_bytes", "comm_bytes", "step_seconds"]
+    assert len(body["state_bytes"]) == len(body["comm_bytes"]) == dp * tp * pp
+    assert len(body["idle_seconds"]) == len(body["busy_seconds"]) == pp
+    assert all(s >= 0 for s in body["idle_seconds"]) and all(s > 0 for s in body["busy_seconds"])
+
+
+@pytest.mark.engines
+@pytest.mark.slow
+@needs_mpi
+def test_each_stage_ran_the_ops_of_its_schedule(runs):
+    for layout in LAYOUTS:
+        dp, tp, pp, schedule, chunks, m, _ = layout
+        sim = dl.pipeline_schedule(schedule, pp, m, forward_time=1.0, backward_time=2.0, chunks=chunks)
+        for report in runs[layout].ranks:
+            want = [f"{e.kind}{e.microbatch}.{e.chunk}" for e in sim.stage_events(report.pp_rank)]
+            assert report.ops == want, (layout, report.rank)
+    gpipe, one_f = (runs[1, 1, 4, k, 1, 4, 0].ranks[0].ops for k in ("gpipe", "1f1b"))
+    assert gpipe != one_f and sorted(gpipe) == sorted(one_f)  # the same ops, in another order
+
+
+def _activation_bytes(layout, stage: int) -> int:
+    """Bytes a stage sends point-to-point per step: one activation per microbatch into each later chunk, one
+    gradient into each earlier one."""
+    dp, tp, pp, _, chunks, m, _ = layout
+    one = (GLOBAL_BATCH // dp // m) * CONFIG.seq * CONFIG.hidden * 8
+    virtual = [c * pp + stage for c in range(chunks)]
+    return m * one * (sum(u < pp * chunks - 1 for u in virtual) + sum(u > 0 for u in virtual))
+
+
+@pytest.mark.engines
+@pytest.mark.slow
+@needs_mpi
+def test_the_bytes_sent_are_the_activations_and_their_gradients(runs):
+    for layout in LAYOUTS[:6]:  # pipelines alone: nothing but the microbatches' messages and the 8-byte loss
+        for report in runs[layout].ranks:
+            want = STEPS * _activation_bytes(layout, report.pp_rank)
+            assert want <= report.comm_bytes <= want + STEPS * 2 * 8, (layout, report.rank)
+
+
+@pytest.mark.engines
+@pytest.mark.slow
+@needs_mpi
+def test_measured_idle_time_beside_the_predicted_bubble(runs):
+    # Printed side by side; asserted only where no clock is involved: the model's prediction from the
+    # measured times orders the schedules as its closed forms do, and every measured figure is a time.
+    for layout in LAYOUTS:
+        result = runs[layout]
+        idle = ", ".join(f"{s * 1e3:.2f}" for s in result.idle_seconds)
+        print(f"{layout}: idle ms per stage [{idle}], bubble measured {result.measured_bubble:.3f}, "
+              f"predicted {result.predicted_bubble:.3f}")  # fmt: skip
+        assert all(s >= 0 for s in result.idle_seconds) and all(s > 0 for s in result.busy_seconds)
+        assert 0 < result.predicted_bubble < 1 and result.measured_bubble < 1
+    for pp in (2, 4):
+        one_f, inter = (runs[1, 1, pp, k, v, 4, 0].predicted_bubble for k, v in (("1f1b", 1), ("interleaved", 2)))
+        assert inter < one_f
+
+
+# ---------------------------------------------------------------------------
+# The command line: bad pipeline flags, a stage killed mid-run
+# ---------------------------------------------------------------------------
+
+BAD = [
+    (["--pp", "3"], "--pp must divide the 8 layers (Megatron-LM's rule): one of 1, 2, 4, 8; got 3"),
+    (["--pp", "2", "--schedule", "gpipe", "--chunks", "2"],
+     "--chunks must be 1 with --schedule gpipe (model chunks are for --schedule interleaved), got 2"),
+    (["--pp", "2", "--microbatches", "5"],
+     "--microbatches must divide the 12 sequences of each data-parallel rank: one of 1, 2, 3, 4, 6, 12; got 5"),
+    (["--pp", "2", "--dp", "2", "--microbatches", "4"],
+     "--microbatches must divide the 6 sequences of each data-parallel rank: one of 1, 2, 3, 6; got 4"),
+    (["--pp", "4", "--schedule", "interleaved", "--chunks", "2", "--microbatches", "6"],
+     "--microbatches must be a multiple of --pp (4) with --schedule interleaved (Megatron-LM's rule), got 6"),
+    (["--pp", "4", "--schedule", "interleaved", "--chunks", "4"],
+     "--chunks must divide the 2 layers of each of the --pp 4 stages (Megatron-LM's rule), got 4"),
+    (["--pp", "2", "--schedule", "interleaved"], "--chunks must be at least 2 with --schedule interleaved, got 1"),
+    (["--pp", "2", "--schedule", "zigzag"], "--schedule must be one of gpipe, 1f1b, interleaved; got 'zigzag'"),
+    (["--pp", "2", "--zero", "3"], "--zero 3 with pipeline stages: ZeRO-2 and 3 shard the gradient"),
+    (["--pp", "8", "--dp", str(max_ranks())],
+     f"--dp times --tp times --pp must be at most {max_ranks()} ranks on this machine"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("argv, text", BAD)
+def test_a_bad_pipeline_flag_is_one_line_and_starts_nothing(argv, text, capsys, monkeypatch):
+    import distlib.engines.launch as launch
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("a process was started")
+
+    monkeypatch.setattr(launch, "run_mpi", refuse)
+    status = main(argv)
+    err = capsys.readouterr().err
+    assert status == 2
+    assert err.count("\n") == 1 and err.startswith("python -m distlib.train: ") and text in err
+
+
+def _tagged(tag: str) -> list:
+    found = []
+    for proc in psutil.process_iter(["pid", "status"]):
+        if proc.info["status"] == psutil.STATUS_ZOMBIE or proc.pid == os.getpid():
+            continue
+        try:
+            if proc.environ().get("TRAIN_TEST_TAG") == tag:
+                found.append(proc)
+        except (psutil.Error, OSError):
+            continue
+    return found
+
+
+def _stage_process(tag: str, rank: int):
+    """The rank's own process: ``PMI_RANK=rank``, the child of its guard (the process Hydra started)."""
+    mine = []
+    for proc in _tagged(tag):
+        try:
+            if proc.environ().get("PMI_RANK") == str(rank) and "distlib.train.pipeline" in " ".join(proc.cmdline()):
+                mine.append(proc)
+        except (psutil.Error, OSError):
+            continue
+    pids = {p.pid for p in mine}
+    children = [p for p in mine if p.ppid() in pids]
+    return children[0] if children else None
+
+
+@pytest.mark.engines
+@pytest.mark.slow
+@needs_mpi
+def test_a_stage_killed_mid_run_ends_the_run_named_and_leaves_nothing():
+    tag = uuid.uuid4().hex
+    start = time.monotonic()
+    argv = ["--pp", "2", "--microbatches", "4", "--steps", "100000", "--timeout", "60", "--json"]
+    proc = subprocess.Popen([sys.executable, "-m", "distlib.train", *argv], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True,
+                            env={**_env(), "TRAIN_TEST_TAG": tag}, cwd=ROOT)  # fmt: skip
+    try:
+        victim = None
+        while victim is None and time.monotonic() - start < 30:
+            time.sleep(0.2)
+            victim = _stage_process(tag, 1)
+        assert victim is not None, "stage 1 never started"
+        time.sleep(1.5)  # well into training: a step takes milliseconds
+        victim.send_signal(signal.SIGKILL)
+        out, err = proc.communicate(timeout=45)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate(timeout=10)
+    assert time.monotonic() - start < 60  # ended by the failure, long before the 100000 steps or the timeout
+    assert proc.returncode == 3 and out == ""
+    first = err.splitlines()[1]  # after the "starting" line
+    assert "rank 1" in first and "killed by signal 9" in first
+    assert "Traceback" not in err
+    deadline = time.monotonic() + 10
+    while _tagged(tag) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert _tagged(tag) == []
