@@ -80,7 +80,6 @@ def test_the_reference_is_the_whole_batch_to_rounding():
         print(f"accumulating {m} microbatches vs the whole batch: losses {worst:.1e}, "
               f"checksum {_rel(checksum, one.checksum_part):.1e} relative")  # fmt: skip
         assert worst < 1e-13 and _rel(checksum, one.checksum_part) < 1e-13
-    assert accumulate_run(microbatches=4, steps=STEPS, seed=SEED + 1)[0] != whole[0]  # the check can fail
 
 
 def test_stages_on_threads_match_the_reference_and_refuse_what_they_cannot_run():
@@ -164,7 +163,7 @@ def test_the_cli_prints_the_contract_keys_then_each_stages_times(runs):
     dp, tp, pp = CLI_LAYOUT[:3]
     assert list(body)[:5] == ["losses", "param_checksum", "state_bytes", "comm_bytes", "step_seconds"]
     assert len(body["state_bytes"]) == len(body["comm_bytes"]) == dp * tp * pp
-    assert len(body["idle_seconds"]) == len(body["busy_seconds"]) == pp
+    assert len(body["idle_seconds"]) == len(body["busy_seconds"]) == len(body["predicted_idle_seconds"]) == pp
     assert all(s >= 0 for s in body["idle_seconds"]) and all(s > 0 for s in body["busy_seconds"])
 
 
@@ -209,9 +208,10 @@ def test_measured_idle_time_beside_the_predicted_bubble(runs):
     # measured times orders the schedules as its closed forms do, and every measured figure is a time.
     for layout in LAYOUTS:
         result = runs[layout]
-        idle = ", ".join(f"{s * 1e3:.2f}" for s in result.idle_seconds)
-        print(f"{layout}: idle ms per stage [{idle}], bubble measured {result.measured_bubble:.3f}, "
-              f"predicted {result.predicted_bubble:.3f}")  # fmt: skip
+        idle, want = (", ".join(f"{s * 1e3:.2f}" for s in x) for x in (result.idle_seconds,
+                                                                         result.predicted_idle_seconds))
+        print(f"{layout}: idle ms per stage [{idle}] (predicted [{want}]), bubble measured "
+              f"{result.measured_bubble:.3f}, predicted {result.predicted_bubble:.3f}")  # fmt: skip
         assert all(s >= 0 for s in result.idle_seconds) and all(s > 0 for s in result.busy_seconds)
         assert 0 < result.predicted_bubble < 1 and result.measured_bubble < 1
     for pp in (2, 4):

@@ -90,8 +90,9 @@ def _stage_lines(result) -> list:
     """Per stage, the measured idle and busy seconds; the measured and predicted bubble (pipelines only)."""
     if not hasattr(result, "idle_seconds"):
         return []
-    lines = [f"stage {s}: idle {idle * 1e3:.2f} ms, busy {busy * 1e3:.2f} ms per step"
-             for s, (idle, busy) in enumerate(zip(result.idle_seconds, result.busy_seconds))]  # fmt: skip
+    lines = [f"stage {s}: idle {idle * 1e3:.2f} ms (predicted {want * 1e3:.2f} ms), busy {busy * 1e3:.2f} ms per step"
+             for s, (idle, want, busy) in enumerate(zip(result.idle_seconds, result.predicted_idle_seconds,
+                                                        result.busy_seconds))]  # fmt: skip
     lines.append(f"bubble: measured {result.measured_bubble:.3f}, predicted {result.predicted_bubble:.3f} "
                  "(dl.pipeline_schedule with the measured forward and backward times)")  # fmt: skip
     return lines

@@ -67,7 +67,12 @@ class PipelineResult(TrainResult):
     step, the slowest rank's time to the flush ``T``, and the stages'
     idle share ``1 - busy / T``, averaged; ``predicted_bubble``:
     :func:`distlib.pipeline_schedule`'s ``bubble_fraction`` with the
-    stages' mean measured forward and backward times per microbatch.
+    stages' mean measured forward and backward times per microbatch, and
+    ``predicted_idle_seconds`` its ``idle_time`` per stage. The two idle
+    times differ in what they count: the measured one is the waits inside
+    the pipeline's receives, the predicted one every second of the step a
+    stage does not compute (a last stage's wait for the first stage to
+    finish its backward passes included).
     """
 
     pp: int = 1
@@ -78,6 +83,7 @@ class PipelineResult(TrainResult):
     busy_seconds: list[float] = field(default_factory=list)
     measured_bubble: float = 0.0
     predicted_bubble: float = 0.0
+    predicted_idle_seconds: list[float] = field(default_factory=list)
 
     @classmethod
     def from_stages(cls, reports, *, dp: int, tp: int, pp: int, zero: int, seed: int, schedule: str, chunks: int,
@@ -92,13 +98,16 @@ class PipelineResult(TrainResult):
         measured = _mean(_idle_share(by_stage, i) for i in steps)
         tf = _mean(r.forward_seconds[i] / microbatches for r in reports for i in steps)
         tb = _mean(r.backward_seconds[i] / microbatches for r in reports for i in steps)
-        predicted = pipeline_schedule(schedule, pp, microbatches, forward_time=max(tf, 1e-12),
-                                      backward_time=max(tb, 1e-12), chunks=chunks).bubble_fraction  # fmt: skip
+        sim = pipeline_schedule(schedule, pp, microbatches, forward_time=max(tf, 1e-12), backward_time=max(tb, 1e-12),
+                                chunks=chunks)  # fmt: skip
         fields = {name: getattr(base, name) for name in TrainResult.__dataclass_fields__}
         return cls(**fields, pp=pp, schedule=schedule, chunks=chunks, microbatches=microbatches, idle_seconds=idle,
-                   busy_seconds=busy, measured_bubble=measured, predicted_bubble=predicted)  # fmt: skip
+                   busy_seconds=busy, measured_bubble=measured, predicted_bubble=sim.bubble_fraction,
+                   predicted_idle_seconds=list(sim.idle_time))  # fmt: skip
 
     def to_json(self) -> dict:
-        """The contract's keys, then ``idle_seconds`` and ``busy_seconds`` (per stage) and the two bubbles."""
+        """The contract's keys, then ``idle_seconds`` and ``busy_seconds`` (per stage), the two bubbles and
+        ``predicted_idle_seconds`` (per stage)."""
         return {**super().to_json(), "idle_seconds": self.idle_seconds, "busy_seconds": self.busy_seconds,
-                "measured_bubble": self.measured_bubble, "predicted_bubble": self.predicted_bubble}  # fmt: skip
+                "measured_bubble": self.measured_bubble, "predicted_bubble": self.predicted_bubble,
+                "predicted_idle_seconds": self.predicted_idle_seconds}  # fmt: skip
