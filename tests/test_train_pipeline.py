@@ -236,6 +236,8 @@ BAD = [
     (["--pp", "4", "--schedule", "interleaved", "--chunks", "4"],
      "--chunks must divide the 2 layers of each of the --pp 4 stages (Megatron-LM's rule), got 4"),
     (["--pp", "2", "--schedule", "interleaved"], "--chunks must be at least 2 with --schedule interleaved, got 1"),
+    (["--schedule", "interleaved", "--chunks", "2"],
+     "--pp must be at least 2 with --schedule interleaved (its chunks go round the stages), got 1"),
     (["--pp", "2", "--schedule", "zigzag"], "--schedule must be one of gpipe, 1f1b, interleaved; got 'zigzag'"),
     (["--pp", "2", "--zero", "3"], "--zero 3 with pipeline stages: ZeRO-2 and 3 shard the gradient"),
     (["--pp", "8", "--dp", str(max_ranks())],

@@ -127,7 +127,7 @@ def _start(engine: str, n: int, args: list, timeout: float):
 def train(*, dp: int = 1, tp: int = 1, pp: int = 1, zero: int = 0, steps: int = 10, seed: int = 0,
           engine: str = "mpi", timeout: float = 300.0, schedule: str = "1f1b", chunks: int = 1,
           microbatches: int = 1) -> TrainResult:  # fmt: skip
-    """Train the book's model with a layout on ``dp * tp`` ranks of ``engine``; the run's :class:`TrainResult`.
+    """Train the book's model with a layout on ``dp * tp * pp`` ranks of ``engine``; the run's :class:`TrainResult`.
 
     Parameters
     ----------

@@ -51,6 +51,8 @@ def pipeline_problem(*, layers: int, pp: int, schedule: str, chunks: int, microb
         return (f"--chunks must be 1 with --schedule {schedule} (model chunks are for --schedule interleaved), "
                 f"got {chunks}")  # fmt: skip
     if schedule == "interleaved":
+        if pp < 2:
+            return f"--pp must be at least 2 with --schedule interleaved (its chunks go round the stages), got {pp}"
         if chunks < 2:
             return f"--chunks must be at least 2 with --schedule interleaved, got {chunks}"
         if (layers // pp) % chunks:
