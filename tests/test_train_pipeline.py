@@ -83,8 +83,10 @@ def test_the_reference_is_the_whole_batch_to_rounding():
 
 
 def test_stages_on_threads_match_the_reference_and_refuse_what_they_cannot_run():
-    run = lambda c: train_stage_rank(c, dp=1, tp=1, pp=4, zero=0, steps=2, seed=SEED, schedule="interleaved",  # noqa: E731
-                                     chunks=2, microbatches=4)  # fmt: skip
+    def run(comm):
+        return train_stage_rank(comm, dp=1, tp=1, pp=4, zero=0, steps=2, seed=SEED, schedule="interleaved", chunks=2,
+                                microbatches=4)  # fmt: skip
+
     reports = run_threads(run, 4, timeout=60)
     losses, checksum = accumulate_run(microbatches=4, steps=2, seed=SEED)
     assert max(_rel(a, b) for a, b in zip(reports[0].losses, losses)) < TOL
@@ -108,7 +110,7 @@ CLI_LAYOUT = (2, 1, 2, "interleaved", 2, 2, 0)  # DP2 x PP2 through the command 
 
 @pytest.fixture(scope="module")
 def runs():
-    """``{layout: PipelineResult}`` of every layout in :data:`LAYOUTS`, and the CLI's JSON body for :data:`CLI_LAYOUT`."""
+    """``{layout: PipelineResult}`` of every layout in :data:`LAYOUTS`; the CLI's JSON body for :data:`CLI_LAYOUT`."""
     from distlib.engines import stray_processes
     from distlib.train.launch import train
 

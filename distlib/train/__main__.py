@@ -44,7 +44,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--dp", type=int, default=1, help="data-parallel ranks (default 1)")
     parser.add_argument("--tp", type=int, default=1, help="tensor-parallel ranks (default 1)")
     parser.add_argument("--pp", type=int, default=1, help="pipeline stages (default 1)")
-    parser.add_argument("--schedule", default="1f1b", help="pipeline schedule: gpipe, 1f1b or interleaved (default 1f1b)")
+    parser.add_argument("--schedule", default="1f1b",
+                        help="pipeline schedule: gpipe, 1f1b or interleaved (default 1f1b)")
     parser.add_argument("--chunks", type=int, default=1, help="model chunks per stage, interleaved only (default 1)")
     parser.add_argument("--microbatches", type=int, default=None,
                         help="microbatches per replica and step (default: --pp)")
@@ -72,7 +73,7 @@ def _table(result) -> str:
 
 
 def _pipeline_flags(ns) -> dict:
-    """The pipeline's flags as :func:`~distlib.train.launch.train` takes them (``--microbatches`` defaults to ``--pp``)."""
+    """The pipeline's flags as :func:`~distlib.train.launch.train` takes them (``--microbatches``: ``--pp``)."""
     microbatches = ns.pp if ns.microbatches is None else ns.microbatches
     return dict(schedule=ns.schedule, chunks=ns.chunks, microbatches=microbatches)
 

@@ -244,7 +244,8 @@ def train_stage_rank(comm, *, dp: int, tp: int, pp: int, zero: int, steps: int, 
     Raises
     ------
     ValueError
-        A flag out of range or a layout the pipeline refuses (named as :func:`~distlib.train.stages.pipeline_problem` names it).
+        A flag out of range or a layout the pipeline refuses (named as
+        :func:`~distlib.train.stages.pipeline_problem` names it).
 
     Examples
     --------
