@@ -213,6 +213,16 @@ def _build(comm, *, dp, tp, pp, zero, seed, schedule, chunks, microbatches, conf
     return counted, (dp_rank, pp_rank, tp_rank), (dp_comm, pp_comm), stage, ops, ledger
 
 
+def _flush(stage: Stage, mb_losses, step: int, pp_comm, dp_comm) -> float:
+    """After the last op: the summed gradient scaled, the layout's update (its DP collective), the step's loss."""
+    scale_accumulated(stage.layout.grads, stage.m)
+    stage.layout.update(step)
+    loss = np.array([mean_loss(mb_losses) if mb_losses is not None else 0.0])
+    allreduce(pp_comm, loss)  # only the last stage holds the loss: a sum with zeros brings it to every stage
+    allreduce(dp_comm, loss)
+    return float(loss[0] / dp_comm.size)
+
+
 def train_stage_rank(comm, *, dp: int, tp: int, pp: int, zero: int, steps: int, seed: int, schedule: str = "1f1b",
                      chunks: int = 1, microbatches: int = 1, config: Config = Config(), adam: Adam = Adam(),
                      say=None) -> StageReport:  # fmt: skip
@@ -275,12 +285,7 @@ def train_stage_rank(comm, *, dp: int, tp: int, pp: int, zero: int, steps: int, 
         mb_losses, clock, ran = stage.step(ops, split_microbatches(*batch, microbatches))
         times["flush"].append(time.perf_counter() - start)
         ran_first = ran_first or ran
-        scale_accumulated(stage.layout.grads, microbatches)
-        stage.layout.update(step)
-        loss = np.array([mean_loss(mb_losses) if mb_losses is not None else 0.0])
-        allreduce(pp_comm, loss)  # only the last stage holds the loss: a sum with zeros brings it to every stage
-        allreduce(dp_comm, loss)
-        losses.append(float(loss[0] / dp))
+        losses.append(_flush(stage, mb_losses, step, pp_comm, dp_comm))
         for name, value in (("busy", clock.forward + clock.backward), ("idle", clock.idle),
                             ("forward", clock.forward), ("backward", clock.backward),
                             ("step", time.perf_counter() - start)):  # fmt: skip
