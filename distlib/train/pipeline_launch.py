@@ -24,9 +24,10 @@ A stage sends its output with a non-blocking send and goes on computing.
 On one machine MPICH moves a message of more than one shared-memory cell
 (8 KiB) and less than its single-copy threshold only while the sender is
 inside an MPI call, so the next stage would wait out the sender's compute:
-with a 12 KiB message and a sender computing for 50 ms, the receiver waited
-about 45 ms here. With single copy (``process_vm_readv``) from 4 KiB on,
-the receiver takes the message itself and waited 0.13 ms. The microbatches'
+with an 8 or 12 KiB message and a sender computing for 50 ms, the receiver
+waited about 47 ms here (16 KiB and more: 0.1 ms, single copy already).
+With single copy (``process_vm_readv``) from 4 KiB on, the receiver takes
+the message itself and waited 0.1 ms. The microbatches'
 activations are 4 to 48 KiB, so without this the measured idle time would
 be MPICH's progress rule, not the schedule's bubble.
 """
