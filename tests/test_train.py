@@ -304,17 +304,21 @@ def _tagged(tag: str) -> list:
 
 
 def _rank_process(tag: str, rank: int):
-    """The rank's own process: ``PMI_RANK=rank``, the child of its guard (the process Hydra started)."""
-    mine = []
+    """The rank's own process, as its heartbeat names it (``rank<r>.json`` in the run's progress folder).
+
+    Not a process found by ``PMI_RANK``: under ``run_mpi`` each rank runs
+    under a guard with the same command line and environment, and the rank
+    may start helpers of its own; the heartbeat is written by the rank.
+    """
     for proc in _tagged(tag):
         try:
-            if proc.environ().get("PMI_RANK") == str(rank) and "distlib.train.worker" in " ".join(proc.cmdline()):
-                mine.append(proc)
-        except (psutil.Error, OSError):
-            continue
-    pids = {p.pid for p in mine}
-    children = [p for p in mine if p.ppid() in pids]
-    return children[0] if children else None
+            folder = proc.environ().get("DISTLIB_PROGRESS_DIR")
+            beat = json.loads((Path(folder) / f"rank{rank}.json").read_text()) if folder else None
+        except (psutil.Error, OSError, ValueError):
+            continue  # gone, or its heartbeat not written yet (or being written)
+        if beat and psutil.pid_exists(beat["pid"]):
+            return psutil.Process(beat["pid"])
+    return None
 
 
 @pytest.mark.engines

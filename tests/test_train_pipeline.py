@@ -32,6 +32,7 @@ from distlib.train.__main__ import main
 from distlib.train.data import GLOBAL_BATCH
 from distlib.train.microbatches import accumulate_run
 from distlib.train.model import Config
+from test_train import _rank_process, _tagged  # the same run's processes, found the same way
 from distlib.train.pipeline import train_stage_rank
 from distlib.train.worker import train_rank
 
@@ -266,33 +267,6 @@ def test_a_bad_pipeline_flag_is_one_line_and_starts_nothing(argv, text, capsys, 
     assert err.count("\n") == 1 and err.startswith("python -m distlib.train: ") and text in err
 
 
-def _tagged(tag: str) -> list:
-    found = []
-    for proc in psutil.process_iter(["pid", "status"]):
-        if proc.info["status"] == psutil.STATUS_ZOMBIE or proc.pid == os.getpid():
-            continue
-        try:
-            if proc.environ().get("TRAIN_TEST_TAG") == tag:
-                found.append(proc)
-        except (psutil.Error, OSError):
-            continue
-    return found
-
-
-def _stage_process(tag: str, rank: int):
-    """The rank's own process: ``PMI_RANK=rank``, the child of its guard (the process Hydra started)."""
-    mine = []
-    for proc in _tagged(tag):
-        try:
-            if proc.environ().get("PMI_RANK") == str(rank) and "distlib.train.pipeline" in " ".join(proc.cmdline()):
-                mine.append(proc)
-        except (psutil.Error, OSError):
-            continue
-    pids = {p.pid for p in mine}
-    children = [p for p in mine if p.ppid() in pids]
-    return children[0] if children else None
-
-
 @pytest.mark.engines
 @pytest.mark.slow
 @needs_mpi
@@ -307,7 +281,7 @@ def test_a_stage_killed_mid_run_ends_the_run_named_and_leaves_nothing():
         victim = None
         while victim is None and time.monotonic() - start < 30:
             time.sleep(0.2)
-            victim = _stage_process(tag, 1)
+            victim = _rank_process(tag, 1)
         assert victim is not None, "stage 1 never started"
         time.sleep(1.5)  # well into training: a step takes milliseconds
         victim.send_signal(signal.SIGKILL)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 import traceback
 
 NOTES_VAR = "DISTLIB_RANK_NOTES"
@@ -42,15 +43,27 @@ def _ours(filename: str) -> bool:
             or filename.replace(os.sep, "/").endswith("mpi4py/run.py"))
 
 
-def _write(folder: str, text: str) -> None:
-    from .progress import _rank_from_env  # the heartbeat's own answer to "which rank am I"
+def _write(folder: str, text: str, when: int | None = None, rank: int | None = None) -> None:
+    """Leave the note ``ended.<rank>`` in ``folder``, its modification time ``when`` (ns since the epoch, now).
 
-    rank = _rank_from_env()
+    The launcher reads the notes oldest first, and names the first rank to
+    end. A file system stamps files with a coarse clock (a tick of a few
+    milliseconds), so two ranks that end within one tick would tie: the note
+    is stamped with the nanosecond clock read when the rank ended instead.
+    ``rank`` (else read from the environment) lets the guard write at once,
+    before Hydra's clean-up, started by the peers that saw the rank go, kills it.
+    """
+    when = time.time_ns() if when is None else when
+    if rank is None:
+        from .progress import _rank_from_env  # the heartbeat's own answer to "which rank am I"
+
+        rank = _rank_from_env()
     if rank is None:
         return
     tmp = os.path.join(folder, f".ended.{rank}.{os.getpid()}")
     with open(tmp, "w") as f:
         f.write(text + "\n")
+    os.utime(tmp, ns=(when, when))
     os.replace(tmp, os.path.join(folder, f"ended.{rank}"))  # whole, or not there at all
 
 
@@ -69,6 +82,9 @@ def _guard(child: int, folder: str) -> None:
     """
     import signal
 
+    from .progress import _rank_from_env
+
+    rank = _rank_from_env()  # now, not after the rank died: then every millisecond counts
     for name in _FORWARDED:
         sig = getattr(signal, name, None)
         if sig is not None:
@@ -76,6 +92,7 @@ def _guard(child: int, folder: str) -> None:
     while True:
         try:
             _, status = os.waitpid(child, 0)
+            ended = time.time_ns()  # before anything else: the note's time says which rank ended first
             break
         except ChildProcessError:  # pragma: no cover - reaped elsewhere
             os._exit(1)
@@ -88,7 +105,7 @@ def _guard(child: int, folder: str) -> None:
         except ValueError:
             name = f"signal {sig}"
         try:
-            _write(folder, f"killed by signal {sig} ({name})")
+            _write(folder, f"killed by signal {sig} ({name})", ended, rank)
         except OSError:
             pass
         os._exit(128 + sig)
