@@ -321,22 +321,19 @@ def _rank_process(tag: str, rank: int):
     return None
 
 
-@pytest.mark.engines
-@pytest.mark.slow
-@needs_mpi
-def test_a_rank_killed_mid_run_ends_the_run_named_and_leaves_nothing():
+def kill_rank_mid_run(argv: list, rank: int = 1) -> None:
+    """Start ``python -m distlib.train ARGV``, SIGKILL ``rank`` mid-run: the run must end soon, name it, leave nothing."""
     tag = uuid.uuid4().hex
     start = time.monotonic()
-    argv = ["--dp", "2", "--steps", "100000", "--timeout", "60", "--json"]
-    proc = subprocess.Popen([sys.executable, "-m", "distlib.train", *argv], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True,
+    proc = subprocess.Popen([sys.executable, "-m", "distlib.train", *argv, "--timeout", "60", "--json"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env={**_env(), "TRAIN_TEST_TAG": tag}, cwd=ROOT)  # fmt: skip
     try:
         victim = None
         while victim is None and time.monotonic() - start < 30:
             time.sleep(0.2)
-            victim = _rank_process(tag, 1)
-        assert victim is not None, "rank 1 never started"
+            victim = _rank_process(tag, rank)
+        assert victim is not None, f"rank {rank} never started"
         time.sleep(1.5)  # well into training: a step takes milliseconds
         victim.send_signal(signal.SIGKILL)
         out, err = proc.communicate(timeout=45)
@@ -347,9 +344,16 @@ def test_a_rank_killed_mid_run_ends_the_run_named_and_leaves_nothing():
     assert time.monotonic() - start < 60  # ended by the failure, long before the 100000 steps or the timeout
     assert proc.returncode == 3 and out == ""
     first = err.splitlines()[1]  # after the "starting" line
-    assert "rank 1" in first and "killed by signal 9" in first
+    assert f"rank {rank}" in first and "killed by signal 9" in first, err
     assert "Traceback" not in err
     deadline = time.monotonic() + 10
     while _tagged(tag) and time.monotonic() < deadline:
         time.sleep(0.2)
     assert _tagged(tag) == []
+
+
+@pytest.mark.engines
+@pytest.mark.slow
+@needs_mpi
+def test_a_rank_killed_mid_run_ends_the_run_named_and_leaves_nothing():
+    kill_rank_mid_run(["--dp", "2", "--steps", "100000"])

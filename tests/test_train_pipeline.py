@@ -11,18 +11,13 @@ the tests below read those runs. Times are printed, never asserted.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
 import os
-import signal
 import subprocess
 import sys
-import time
-import uuid
 from pathlib import Path
 
-import psutil
 import pytest
 
 import distlib as dl
@@ -32,9 +27,9 @@ from distlib.train.__main__ import main
 from distlib.train.data import GLOBAL_BATCH
 from distlib.train.microbatches import accumulate_run
 from distlib.train.model import Config
-from test_train import _rank_process, _tagged  # the same run's processes, found the same way
 from distlib.train.pipeline import train_stage_rank
 from distlib.train.worker import train_rank
+from test_train import kill_rank_mid_run, needs_mpi  # the trainer's tests' own helpers
 
 ROOT = Path(__file__).resolve().parents[1]
 STEPS = 3
@@ -43,19 +38,6 @@ CONFIG = Config()
 TOL = 1e-12
 
 
-def _have_mpi() -> bool:
-    from distlib.engines import find_mpiexec
-
-    if importlib.util.find_spec("mpi4py") is None:
-        return False
-    try:
-        find_mpiexec()
-    except FileNotFoundError:
-        return False
-    return True
-
-
-needs_mpi = pytest.mark.skipif(not _have_mpi(), reason="mpi4py / mpiexec not installed (pip install mpi4py mpich)")
 
 
 def _env() -> dict:
@@ -271,31 +253,4 @@ def test_a_bad_pipeline_flag_is_one_line_and_starts_nothing(argv, text, capsys, 
 @pytest.mark.slow
 @needs_mpi
 def test_a_stage_killed_mid_run_ends_the_run_named_and_leaves_nothing():
-    tag = uuid.uuid4().hex
-    start = time.monotonic()
-    argv = ["--pp", "2", "--microbatches", "4", "--steps", "100000", "--timeout", "60", "--json"]
-    proc = subprocess.Popen([sys.executable, "-m", "distlib.train", *argv], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True,
-                            env={**_env(), "TRAIN_TEST_TAG": tag}, cwd=ROOT)  # fmt: skip
-    try:
-        victim = None
-        while victim is None and time.monotonic() - start < 30:
-            time.sleep(0.2)
-            victim = _rank_process(tag, 1)
-        assert victim is not None, "stage 1 never started"
-        time.sleep(1.5)  # well into training: a step takes milliseconds
-        victim.send_signal(signal.SIGKILL)
-        out, err = proc.communicate(timeout=45)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate(timeout=10)
-    assert time.monotonic() - start < 60  # ended by the failure, long before the 100000 steps or the timeout
-    assert proc.returncode == 3 and out == ""
-    first = err.splitlines()[1]  # after the "starting" line
-    assert "rank 1" in first and "killed by signal 9" in first
-    assert "Traceback" not in err
-    deadline = time.monotonic() + 10
-    while _tagged(tag) and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert _tagged(tag) == []
+    kill_rank_mid_run(["--pp", "2", "--microbatches", "4", "--steps", "100000"])
