@@ -33,7 +33,7 @@ SETUP_TAG = "colab-setup"
 # (mpi4py and the mpich wheel, whose own mpiexec distlib uses). torch is not an
 # extra of the set-up cell: Colab has it, and elsewhere `pip install torch`
 # would fetch a CUDA build of several GB (see README for the CPU-only index).
-NEEDS_MPI = re.compile(r"\b(distlib\.engines|distlib\.bench|distlib\.minicluster|mpi4py|run_mpi|try_mpi)\b")
+NEEDS_MPI = re.compile(r"\b(distlib\.engines|distlib\.train|distlib\.bench|distlib\.minicluster|mpi4py|run_mpi|try_mpi)\b")
 SOURCE_REF = "main"  # the reader copies (tools/reader_notebooks.py) pin the built commit instead
 
 
