@@ -69,6 +69,16 @@ def _check(ns, command: list) -> str | None:
     return launch_problem(timeout=timeout, nodes=ns.nodes, link_gbit=ns.link_gbit)
 
 
+def _mpiexec_dir() -> list:
+    """The folder of the mpiexec the library launches with (the mpich wheel's), if there is one."""
+    try:
+        from distlib.engines import find_mpiexec
+
+        return [str(Path(find_mpiexec()).parent)]
+    except (ImportError, FileNotFoundError):
+        return []
+
+
 def _describe(cluster) -> str:
     links = "unthrottled" if cluster.link_gbit is None else f"{cluster.link_gbit:g} Gbit/s per direction"
     nodes = ", ".join(f"{n.hostname} {n.address}" for n in cluster.nodes)
@@ -146,8 +156,9 @@ def main(argv=None) -> int:
             if interactive:
                 print(f"{PROG}: type exit (or Ctrl-D) to leave; the cluster is removed then", file=sys.stderr,
                       flush=True)  # fmt: skip
-            # `python` and `mpiexec` at the login node are this Python's (with the library), as `sudo` would hide them
-            path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
+            # `python` and `mpiexec` at the login node are this Python's and the mpich wheel's: sudo hides the
+            # first, and a machine may have another MPI's mpiexec first on PATH
+            path = os.pathsep.join([*_mpiexec_dir(), str(Path(sys.executable).parent), os.environ.get("PATH", "")])
             argv, env = cluster.login_command(command, {"PS1": r"\u@\h:\w\$ ", "PATH": path})
             # ours again, not mini_cluster's SystemExit for SIGTERM: the command is stopped before the cluster goes
             with _stop_on_signals():
