@@ -23,6 +23,26 @@ ROOT = Path(__file__).resolve().parents[1]
 os.environ.setdefault("DISTLIB_PICTURES_STRICT", "1")
 
 
+def have_mpi() -> bool:
+    """mpi4py is importable and the library finds an ``mpiexec`` to launch ranks with."""
+    import importlib.util
+
+    from distlib.engines import find_mpiexec
+
+    if importlib.util.find_spec("mpi4py") is None:
+        return False
+    try:
+        find_mpiexec()
+    except FileNotFoundError:
+        return False
+    return True
+
+
+NO_MPI = "mpi4py / mpiexec not installed (pip install mpi4py mpich)"
+needs_mpi = pytest.mark.skipif(not have_mpi(), reason=NO_MPI)
+"""Skip a test where MPI ranks cannot be started here."""
+
+
 def toc_chapters() -> list[str]:
     """Chapter pages in book order, read from _toc.yml (e.g. "notebooks/01_ring").
 

@@ -5,29 +5,21 @@ One ``mpiexec`` launch per rank count runs every algorithm at many sizes
 once. Every launch is bounded by a timeout.
 """
 
-import importlib.util
 import json
 
 import pytest
 
 from distlib.engines import find_mpiexec, report, run_mpi, stray_processes
 from distlib.examples.mpi_train import TrainReport
+from conftest import NO_MPI, have_mpi
 
 pytestmark = pytest.mark.engines
 
 
-def _have_mpi() -> bool:
-    if importlib.util.find_spec("mpi4py") is None:
-        return False
-    try:
-        find_mpiexec()
-    except FileNotFoundError:
-        return False
-    return True
 
 
-if not _have_mpi():  # pragma: no cover
-    pytest.skip("mpi4py / mpiexec not installed (pip install mpi4py mpich)", allow_module_level=True)
+if not have_mpi():  # pragma: no cover
+    pytest.skip(NO_MPI, allow_module_level=True)
 
 
 @pytest.mark.parametrize("p", [2, 3, 4, 5, 6, 7, 8])

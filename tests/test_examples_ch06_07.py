@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 import distlib as dl
 from distlib.examples import ch06_ring
 from distlib.examples.ch07_trees import btree, double_binary_tree, double_binary_tree_time, ring_crossover
+from conftest import needs_mpi
 
 # ---------------------------------------------------------------------------
 # NCCL's trees (pure Python, fast)
@@ -114,20 +115,10 @@ def test_step_table_reads_a_two_rank_ring():
         ch06_ring.step_table([[("combine", 0)]], [0, 1])
 
 
-def _have_mpi() -> bool:
-    if importlib.util.find_spec("mpi4py") is None:
-        return False
-    from distlib.engines import find_mpiexec
-
-    try:
-        find_mpiexec()
-    except FileNotFoundError:
-        return False
-    return True
 
 
 @pytest.mark.engines
-@pytest.mark.skipif(not _have_mpi(), reason="mpi4py / mpiexec not installed (pip install mpi4py mpich)")
+@needs_mpi
 def test_recorded_ring_over_mpi_matches_the_schedule_and_mpi_allreduce():
     from distlib.engines import run_mpi, stray_processes
 
@@ -164,7 +155,7 @@ def test_recorded_ring_over_mpi_matches_the_schedule_and_mpi_allreduce():
 
 
 @pytest.mark.engines
-@pytest.mark.skipif(not _have_mpi(), reason="mpi4py / mpiexec not installed (pip install mpi4py mpich)")
+@needs_mpi
 def test_ping_pong_figures_come_back_typed_and_agree_with_what_rank_0_printed():
     from distlib.engines import report, run_mpi, stray_processes
     from distlib.examples.mpi_p2p import PAIRS, RECEIVER_WAIT, P2PTiming
@@ -188,7 +179,7 @@ def test_ping_pong_figures_come_back_typed_and_agree_with_what_rank_0_printed():
 
 
 @pytest.mark.engines
-@pytest.mark.skipif(not _have_mpi(), reason="mpi4py / mpiexec not installed (pip install mpi4py mpich)")
+@needs_mpi
 def test_mpi_training_comes_back_typed():
     from distlib.engines import report, run_mpi, stray_processes
     from distlib.examples import mpi_train

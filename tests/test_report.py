@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import math
 import textwrap
 from dataclasses import dataclass, field
@@ -14,6 +13,7 @@ from hypothesis import strategies as st
 
 from distlib.engines.launch import RunResult
 from distlib.engines.report import MARKER, ReportError, emit, encode, parse, read, read_all, strip
+from conftest import needs_mpi
 
 
 @dataclass(frozen=True)
@@ -173,16 +173,6 @@ def test_strip_leaves_what_a_reader_should_see():
 # --------------------------------------------------------------------------
 
 
-def _have_mpi() -> bool:
-    if importlib.util.find_spec("mpi4py") is None:
-        return False
-    from distlib.engines import find_mpiexec
-
-    try:
-        find_mpiexec()
-    except FileNotFoundError:
-        return False
-    return True
 
 
 @dataclass(frozen=True)
@@ -223,7 +213,7 @@ SCRIPT = """
 
 
 @pytest.mark.engines
-@pytest.mark.skipif(not _have_mpi(), reason="mpi4py / mpiexec not installed (pip install mpi4py mpich)")
+@needs_mpi
 def test_two_mpi_ranks_hand_back_typed_results(tmp_path):
     from distlib.engines import run_mpi, stray_processes
 

@@ -8,7 +8,6 @@ a timeout and leaves no process behind.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
 import os
@@ -31,6 +30,7 @@ from distlib.train.data import GLOBAL_BATCH, global_batch
 from distlib.train.model import Config, init_units, loss_and_grads, unit_specs
 from distlib.train.worker import train_rank
 from distlib.walls import zero_stage
+from conftest import NO_MPI, have_mpi, needs_mpi
 
 ROOT = Path(__file__).resolve().parents[1]
 STEPS = 3
@@ -40,19 +40,8 @@ N = CONFIG.params
 UNIT_MAX = max(spec.size for spec in unit_specs(CONFIG))
 
 
-def _have_mpi() -> bool:
-    from distlib.engines import find_mpiexec
-
-    if importlib.util.find_spec("mpi4py") is None:
-        return False
-    try:
-        find_mpiexec()
-    except FileNotFoundError:
-        return False
-    return True
 
 
-needs_mpi = pytest.mark.skipif(not _have_mpi(), reason="mpi4py / mpiexec not installed (pip install mpi4py mpich)")
 
 
 def _env() -> dict:
@@ -154,8 +143,8 @@ def runs():
     from distlib.train.launch import train
     from distlib.train.results import TrainResult
 
-    if not _have_mpi():
-        pytest.skip("mpi4py / mpiexec not installed")
+    if not have_mpi():
+        pytest.skip(NO_MPI)
     out = {}
     for dp, tp, zero in LAYOUTS:
         result = train(dp=dp, tp=tp, zero=zero, steps=STEPS, seed=SEED, timeout=60)

@@ -29,7 +29,8 @@ from distlib.train.microbatches import accumulate_run
 from distlib.train.model import Config
 from distlib.train.pipeline import train_stage_rank
 from distlib.train.worker import train_rank
-from test_train import kill_rank_mid_run, needs_mpi  # the trainer's tests' own helpers
+from conftest import NO_MPI, have_mpi, needs_mpi
+from test_train import kill_rank_mid_run  # the trainer's kill-mid-run check
 
 ROOT = Path(__file__).resolve().parents[1]
 STEPS = 3
@@ -97,8 +98,8 @@ def runs():
     from distlib.engines import stray_processes
     from distlib.train.launch import train
 
-    if not _have_mpi():
-        pytest.skip("mpi4py / mpiexec not installed")
+    if not have_mpi():
+        pytest.skip(NO_MPI)
     out = {}
     for layout in LAYOUTS:
         dp, tp, pp, schedule, chunks, m, zero = layout
