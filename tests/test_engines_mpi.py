@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from distlib.engines import find_mpiexec, report, run_mpi, stray_processes
+from distlib.engines import report, run_mpi, stray_processes
 from distlib.examples.mpi_train import TrainReport
 from conftest import NO_MPI, have_mpi
 
