@@ -682,9 +682,25 @@ def _cluster_words(cluster) -> str:
     return f"{cluster.n_nodes} simulated nodes, {rate}"
 
 
+#: what a rank's MPI library says when a peer vanished under it (a read of a dead process's memory,
+#: a closed connection): the rank reports the peer's death, it is not the cause
+_PEER_GONE = re.compile(r"process_vm_readv failed|errno 3\b|Connection reset|connection closed|"
+                        r"Communication error with rank|Other MPI error", re.I)
+
+
 def _failed_rank(result: RunResult):
     if result.ended:  # the first rank's own note (or its guard's): there even when mpiexec lost the rest
-        return next(iter(result.ended))
+        first = next(iter(result.ended))
+        if _PEER_GONE.search(result.ended[first]):
+            # It raised because a peer died first; the peer's guard may have written its note a moment
+            # later (the dead process's memory goes before its parent hears of it), or not at all.
+            killed = [r for r, note in result.ended.items() if note.startswith("killed by signal")]
+            if killed:
+                return killed[0]
+            others = [r for r in result.gone if r != first]
+            if len(others) == 1:
+                return others[0]
+        return first
     text = result.launcher + "\n" + "\n".join(result.stderr)
     m = re.search(r"rank (\d+) in comm", text)
     if m:
