@@ -251,6 +251,10 @@ BAD = [
     (["--engine", "nccl"], "--engine must be one of mpi, gloo; got 'nccl'"),
     (["--timeout", "0"], "--timeout must be more than 0"),
     (["--dp", "two"], "argument --dp: invalid int value: 'two'"),
+    (["--tp", "2", "--ranks", "3"], "--ranks must equal --dp times --tp times --pp (2) when given, got 3"),
+    (["--tp", "2", "--nodes", "3"], "--dp times --tp times --pp must be a positive multiple of --nodes (3), got 2"),
+    (["--tp", "2", "--nodes", "2", "--link-gbit", "500"], "--link-gbit must be between 0.01 and 100"),
+    (["--tp", "2", "--nodes", "0"], "--nodes must be"),
 ]
 
 
@@ -346,3 +350,57 @@ def kill_rank_mid_run(argv: list, rank: int = 1) -> None:
 @needs_mpi
 def test_a_rank_killed_mid_run_ends_the_run_named_and_leaves_nothing():
     kill_rank_mid_run(["--dp", "2", "--steps", "100000"])
+
+
+# ---------------------------------------------------------------------------
+# Across the mini cluster's nodes (--nodes, as root)
+# ---------------------------------------------------------------------------
+
+def _cluster_reason():
+    from distlib.minicluster import minicluster_support
+
+    return minicluster_support()
+
+
+@pytest.mark.engines
+@pytest.mark.slow
+@needs_mpi
+@pytest.mark.skipif(_cluster_reason() is not None, reason=f"mini cluster unavailable: {_cluster_reason()}")
+def test_layouts_across_two_nodes_reproduce_one_process_and_their_bytes_cross_the_links(reference):
+    """TP 2 split over two nodes (MPI and gloo), DP 2 x TP 2 with each TP pair inside a node, and a pipeline of
+    two stages a node each: the same losses and parameters as one process, and the links carry the bytes."""
+    from distlib.engines import stray_processes
+    from distlib.minicluster import leftovers
+    from distlib.train.launch import train
+
+    losses, checksum = reference
+    for flags in (dict(tp=2, nodes=2), dict(tp=2, nodes=2, engine="gloo"), dict(dp=2, tp=2, nodes=2),
+                  dict(tp=2, nodes=1)):
+        result = train(**flags, steps=STEPS, seed=SEED, timeout=60, link_gbit=2.0)
+        assert stray_processes(result.run_id) == []
+        assert max(_rel(a, b) for a, b in zip(result.losses, losses)) < 1e-9, flags
+        assert _rel(result.param_checksum, checksum) < 1e-9, flags
+        assert result.nodes == flags["nodes"] and result.link_gbit == 2.0
+        crossed = sum(result.link_bytes.values())
+        if flags["nodes"] == 1:  # both ranks share the node's memory: the link stays quiet
+            assert crossed < 64 * 1024, result.link_bytes
+        elif flags.get("dp", 1) == 1:  # every TP byte crosses, once out of one node and once into the other
+            assert crossed >= 2 * sum(result.comm_bytes), (flags, result.link_bytes, result.comm_bytes)
+        else:  # TP inside each node; only the DP all-reduce's bytes cross
+            assert 0 < crossed < sum(result.comm_bytes), (result.link_bytes, result.comm_bytes)
+    pipe = train(pp=2, microbatches=2, nodes=2, steps=STEPS, seed=SEED, timeout=60)
+    one = train(pp=1, microbatches=2, steps=STEPS, seed=SEED, timeout=60)  # one process accumulating the same two
+    assert max(_rel(a, b) for a, b in zip(pipe.losses, one.losses)) < 1e-12
+    assert pipe.nodes == 2 and sum(pipe.link_bytes.values()) >= sum(pipe.comm_bytes)
+    assert leftovers() == []
+
+
+@pytest.mark.engines
+@needs_mpi
+def test_nodes_without_root_is_one_line_and_leaves_nothing(monkeypatch, capsys):
+    import distlib.minicluster as mc
+
+    monkeypatch.setattr(mc.os, "geteuid", lambda: 1000)
+    assert main(["--tp", "2", "--nodes", "2"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--nodes: cannot make a mini cluster here: a mini cluster needs root" in err

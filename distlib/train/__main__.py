@@ -55,6 +55,14 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--engine", default="mpi",
                         help=f"one of {', '.join(ENGINES)} (default mpi; gloo: the same ranks on torch.distributed)")
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds before the run is stopped (default 300)")
+    parser.add_argument("--ranks", type=int, default=None,
+                        help="the number of ranks, a check: it must equal --dp times --tp times --pp")
+    # A cluster on one machine (distlib.minicluster; chapter "A cluster on one machine").
+    parser.add_argument("--nodes", type=int, default=None,
+                        help="run across a fresh mini cluster of this many nodes (root only); the ranks are spread "
+                             "evenly in rank order, so a tensor-parallel group stays inside a node when it fits")
+    parser.add_argument("--link-gbit", type=float, default=None,
+                        help="with --nodes: each node's link rate in Gbit/s per direction (default: unthrottled)")
     parser.add_argument("--json", action="store_true", help="print the result as one JSON object")
     return parser
 
@@ -69,6 +77,7 @@ def _table(result) -> str:
     lines.append(f"state_bytes per rank {result.state_bytes}")
     lines.append(f"comm_bytes per rank {result.comm_bytes}")
     lines += _stage_lines(result)
+    lines += _link_lines(result)
     return "\n".join(lines)
 
 
@@ -85,6 +94,23 @@ def _layout_words(flags: dict) -> str:
                  f"{flags['schedule']}, {flags['microbatches']} microbatches")  # fmt: skip
         words += f", {flags['chunks']} chunks" if flags["schedule"] == "interleaved" else ""
     return words
+
+
+def _where_words(flags: dict) -> str:
+    """Where the ranks run, for the starting line: nothing on one machine; the nodes and links of a mini cluster."""
+    if flags["nodes"] is None and flags["link_gbit"] is None:
+        return ""
+    nodes = 2 if flags["nodes"] is None else flags["nodes"]
+    rate = "unthrottled links" if flags["link_gbit"] is None else f"links of {flags['link_gbit']:g} Gbit/s"
+    per = flags["dp"] * flags["tp"] * flags["pp"] // nodes
+    return f", across a mini cluster of {nodes} node{'' if nodes == 1 else 's'} ({per} rank{'' if per == 1 else 's'} each, {rate})"
+
+
+def _link_lines(result) -> list:
+    """What each node's link carried (a run across a mini cluster only)."""
+    if result.nodes is None:
+        return []
+    return [f"link of {node}: {n:,} bytes sent and received" for node, n in result.link_bytes.items()]
 
 
 def _stage_lines(result) -> list:
@@ -106,14 +132,14 @@ def main(argv=None) -> int:
 
     ns = _parser().parse_args(sys.argv[1:] if argv is None else argv)
     flags = dict(dp=ns.dp, tp=ns.tp, pp=ns.pp, zero=ns.zero, steps=ns.steps, seed=ns.seed, engine=ns.engine,
-                 timeout=ns.timeout)  # fmt: skip
+                 timeout=ns.timeout, ranks=ns.ranks, nodes=ns.nodes, link_gbit=ns.link_gbit)  # fmt: skip
     flags.update(_pipeline_flags(ns))
     try:
         from distlib.train.launch import check_layout
 
         check_layout(**flags)
         print(f"{PROG}: starting {ns.dp * ns.tp * ns.pp} {_ENGINE_WORDS[ns.engine]} ranks ({_layout_words(flags)}), "
-              f"{ns.steps} steps", file=sys.stderr, flush=True)  # fmt: skip
+              f"{ns.steps} steps{_where_words(flags)}", file=sys.stderr, flush=True)  # fmt: skip
         result = train(**flags)
     except ValueError as exc:
         if isinstance(exc, ReportError):  # the ranks ran, but one handed back no report

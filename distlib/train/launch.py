@@ -12,7 +12,7 @@ book's launch paths: their timeouts, watchdog and clean-up), and folds their
 
 from __future__ import annotations
 
-from ..limits import launch_problem
+from ..limits import cluster_problem, launch_problem
 from ..walls import ZERO_STAGES
 from .data import GLOBAL_BATCH
 from .model import Config
@@ -48,7 +48,8 @@ def _range_problem(name: str, value, low: int, high: int) -> str | None:
 
 
 def layout_problem(*, dp, tp, pp, zero, steps, seed, engine, timeout, schedule="1f1b", chunks=1, microbatches=1,
-                   config: Config = Config(), max_ranks: int | None = None) -> str | None:  # fmt: skip
+                   ranks=None, nodes=None, link_gbit=None, config: Config = Config(),
+                   max_ranks: int | None = None) -> str | None:  # fmt: skip
     """The first flag out of its range, as one line naming it and the range; ``None`` if all fit.
 
     Examples
@@ -86,8 +87,25 @@ def layout_problem(*, dp, tp, pp, zero, steps, seed, engine, timeout, schedule="
     if GLOBAL_BATCH % dp:
         return (f"--dp must divide the global batch of {GLOBAL_BATCH} sequences: one of "
                 f"{', '.join(map(str, _divisors(GLOBAL_BATCH)))}; got {dp}")
-    return _pipeline_problem(pp=pp, zero=zero, dp=dp, schedule=schedule, chunks=chunks, microbatches=microbatches,
-                             config=config)  # fmt: skip
+    problem = _pipeline_problem(pp=pp, zero=zero, dp=dp, schedule=schedule, chunks=chunks,
+                                microbatches=microbatches, config=config)  # fmt: skip
+    return problem or _placement_problem(dp * tp * pp, ranks=ranks, nodes=nodes, link_gbit=link_gbit, engine=engine)
+
+
+def _placement_problem(n: int, *, ranks, nodes, link_gbit, engine) -> str | None:
+    """``--ranks`` (it must be D x T x P) and ``--nodes`` / ``--link-gbit`` (a mini cluster that can be made here)."""
+    if ranks is not None and (isinstance(ranks, bool) or not isinstance(ranks, int) or ranks != n):
+        return f"--ranks must equal --dp times --tp times --pp ({n}) when given, got {ranks!r}"
+    if nodes is None and link_gbit is None:
+        return None
+    problem = cluster_problem(ranks=n, nodes=2 if nodes is None else nodes, link_gbit=link_gbit, engine=engine,
+                              ranks_flag="--dp times --tp times --pp")  # fmt: skip
+    if problem:
+        return problem
+    from ..minicluster import minicluster_support
+
+    reason = minicluster_support()
+    return f"--nodes: cannot make a mini cluster here: {reason}" if reason else None
 
 
 def is_pipeline(*, pp: int, microbatches: int = 1, **_) -> bool:
@@ -114,19 +132,21 @@ def check_layout(**flags) -> None:
         raise ValueError(problem)
 
 
-def _start(engine: str, n: int, args: list, timeout: float):
+def _start(engine: str, n: int, args: list, timeout: float, cluster=None):
     """Launch ``n`` ranks of the trainer on ``engine``: MPI's :mod:`~distlib.train.worker`, or gloo's
-    :mod:`~distlib.train.gloo` (the same program over torch.distributed)."""
+    :mod:`~distlib.train.gloo` (the same program over torch.distributed); with ``cluster``, ``n / nodes``
+    consecutive ranks on each of its nodes."""
     from ..engines.launch import run_mpi, run_torch
 
     if engine == "gloo":
-        return run_torch("distlib.train.gloo:main", n, args=args, timeout=timeout)
-    return run_mpi("distlib.train.worker", n, args=args, timeout=timeout)
+        return run_torch("distlib.train.gloo:main", n, args=args, timeout=timeout, cluster=cluster)
+    return run_mpi("distlib.train.worker", n, args=args, timeout=timeout, cluster=cluster)
 
 
 def train(*, dp: int = 1, tp: int = 1, pp: int = 1, zero: int = 0, steps: int = 10, seed: int = 0,
           engine: str = "mpi", timeout: float = 300.0, schedule: str = "1f1b", chunks: int = 1,
-          microbatches: int = 1) -> TrainResult:  # fmt: skip
+          microbatches: int = 1, ranks: int | None = None, nodes: int | None = None,
+          link_gbit: float | None = None) -> TrainResult:  # fmt: skip
     """Train the book's model with a layout on ``dp * tp * pp`` ranks of ``engine``; the run's :class:`TrainResult`.
 
     Parameters
@@ -152,6 +172,16 @@ def train(*, dp: int = 1, tp: int = 1, pp: int = 1, zero: int = 0, steps: int = 
     chunks, microbatches : int
         Model chunks per stage (``"interleaved"`` only) and microbatches per
         data-parallel replica and step.
+    ranks : int, optional
+        The number of ranks, a check: it must equal ``dp * tp * pp``.
+    nodes, link_gbit : optional
+        Run across a fresh mini cluster (:func:`distlib.minicluster.mini_cluster`, root only) of ``nodes``
+        nodes (default 2 when only ``link_gbit`` is given) whose links carry ``link_gbit`` Gbit/s per
+        direction (``None``: unthrottled). Ranks are placed ``n / nodes`` per node in rank order, and the
+        rank order puts tensor-parallel ranks next to each other (rank = (d * pp + s) * tp + t), so a TP
+        group stays inside a node whenever ``tp`` divides the ranks per node, as on a real cluster; with
+        ``tp`` equal to the ranks per node times ``nodes`` it spans the nodes. The result's ``nodes``,
+        ``link_gbit`` and ``link_bytes`` say where it ran and what crossed the links.
 
     Raises
     ------
@@ -161,16 +191,35 @@ def train(*, dp: int = 1, tp: int = 1, pp: int = 1, zero: int = 0, steps: int = 
         A rank failed, stalled or the run timed out (the message names the rank).
     """
     check_layout(dp=dp, tp=tp, pp=pp, zero=zero, steps=steps, seed=seed, engine=engine, timeout=timeout,
+                 schedule=schedule, chunks=chunks, microbatches=microbatches, ranks=ranks, nodes=nodes,
+                 link_gbit=link_gbit)  # fmt: skip
+    flags = dict(dp=dp, tp=tp, pp=pp, zero=zero, steps=steps, seed=seed, engine=engine, timeout=timeout,
                  schedule=schedule, chunks=chunks, microbatches=microbatches)  # fmt: skip
+    if nodes is None and link_gbit is None:
+        return _train_here(**flags)
+    import dataclasses
+
+    from ..minicluster import mini_cluster
+
+    nodes = 2 if nodes is None else nodes
+    with mini_cluster(nodes, link_gbit=link_gbit) as cluster:
+        result = _train_here(**flags, cluster=cluster)
+        links = {node.hostname: cluster.link_bytes(node).total for node in cluster.nodes}
+    return dataclasses.replace(result, nodes=nodes, link_gbit=link_gbit, link_bytes=links)
+
+
+def _train_here(*, dp, tp, pp, zero, steps, seed, engine, timeout, schedule, chunks, microbatches,
+                cluster=None) -> TrainResult:  # fmt: skip
+    """One run, checked already: on this machine, or across ``cluster``."""
     if is_pipeline(pp=pp, microbatches=microbatches):
         from .pipeline_launch import train_pipeline
 
         return train_pipeline(dp=dp, tp=tp, pp=pp, zero=zero, steps=steps, seed=seed, timeout=timeout,
-                              schedule=schedule, chunks=chunks, microbatches=microbatches)  # fmt: skip
+                              schedule=schedule, chunks=chunks, microbatches=microbatches, cluster=cluster)  # fmt: skip
     from ..engines.report import read_all
 
     args = ["--dp", dp, "--tp", tp, "--zero", zero, "--steps", steps, "--seed", seed]
-    result = _start(engine, dp * tp, [str(a) for a in args], timeout)
+    result = _start(engine, dp * tp, [str(a) for a in args], timeout, cluster)
     reports = read_all(result, RankReport)
     return TrainResult.from_ranks(reports, dp=dp, tp=tp, zero=zero, seed=seed, log=result.stderr[0],
                                   run_id=result.run_id)

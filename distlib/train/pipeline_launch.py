@@ -34,7 +34,7 @@ be MPICH's progress rule, not the schedule's bubble.
 
 
 def train_pipeline(*, dp: int, tp: int, pp: int, zero: int, steps: int, seed: int, timeout: float, schedule: str,
-                   chunks: int, microbatches: int) -> PipelineResult:  # fmt: skip
+                   chunks: int, microbatches: int, cluster=None) -> PipelineResult:  # fmt: skip
     """Train with ``pp`` pipeline stages (times ``dp`` replicas and ``tp`` tensor-parallel ranks) on MPI ranks.
 
     Parameters
@@ -42,6 +42,8 @@ def train_pipeline(*, dp: int, tp: int, pp: int, zero: int, steps: int, seed: in
     dp, tp, pp, zero, steps, seed, timeout, schedule, chunks, microbatches
         As for :func:`distlib.train.launch.train`, which checks them all
         (:func:`~distlib.train.launch.layout_problem`) before calling this.
+    cluster : distlib.minicluster.MiniCluster, optional
+        Run the stages across its nodes (:func:`distlib.engines.run_mpi`'s ``cluster``).
 
     Returns
     -------
@@ -63,7 +65,7 @@ def train_pipeline(*, dp: int, tp: int, pp: int, zero: int, steps: int, seed: in
     args = ["--dp", dp, "--tp", tp, "--pp", pp, "--zero", zero, "--steps", steps, "--seed", seed, "--schedule",
             schedule, "--chunks", chunks, "--microbatches", microbatches]  # fmt: skip
     result = run_mpi("distlib.train.pipeline", dp * pp * tp, args=[str(a) for a in args], timeout=timeout,
-                     env=PIPELINE_MPI_ENV)  # fmt: skip
+                     env=PIPELINE_MPI_ENV, cluster=cluster)  # fmt: skip
     reports = read_all(result, StageReport)
     return PipelineResult.from_stages(reports, dp=dp, tp=tp, pp=pp, zero=zero, seed=seed, schedule=schedule,
                                       chunks=chunks, microbatches=microbatches, log=result.stderr[0],

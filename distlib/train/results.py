@@ -71,6 +71,12 @@ class TrainResult:
     """Rank 0's progress lines (its stderr)."""
     run_id: str = ""
     """The launch's ``DISTLIB_RUN_ID`` (see :func:`distlib.engines.stray_processes`)."""
+    nodes: int | None = None
+    """The mini cluster's nodes the ranks ran on (``--nodes``), or ``None``: one machine, no cluster."""
+    link_gbit: float | None = None
+    """With ``nodes``: each node's link rate in Gbit/s per direction (``None``: unthrottled)."""
+    link_bytes: dict = field(default_factory=dict)
+    """With ``nodes``: bytes each node's link carried, sent plus received (tc's counters), by node name."""
 
     @classmethod
     def from_ranks(cls, reports, *, dp: int, tp: int, zero: int, seed: int, log: str = "",
@@ -85,5 +91,9 @@ class TrainResult:
                    step_seconds=seconds, ranks=reports, log=log, run_id=run_id)  # fmt: skip
 
     def to_json(self) -> dict:
-        """The object ``python -m distlib.train --json`` prints: exactly :data:`JSON_FIELDS`."""
-        return {name: getattr(self, name) for name in JSON_FIELDS}
+        """The object ``python -m distlib.train --json`` prints: :data:`JSON_FIELDS`, and after them, for a run
+        across a mini cluster (``--nodes``), ``nodes``, ``link_gbit`` and ``link_bytes``."""
+        data = {name: getattr(self, name) for name in JSON_FIELDS}
+        if self.nodes is not None:  # --nodes: where the ranks ran, and what crossed the links
+            data.update(nodes=self.nodes, link_gbit=self.link_gbit, link_bytes=dict(self.link_bytes))
+        return data
