@@ -264,6 +264,8 @@ PROSE_ASKS = {
     "notebooks/08_overlap.html": {"bucket capacity": "bucket capacity", "the latency": "latency",
                                   "the bandwidth": "link bandwidth"},
     "notebooks/09_mini_cluster.html": {"ranks per node": "ranks per node", "shrink the buffer": "buffer per rank"},
+    "notebooks/10_zero.html": {"Switch the ZeRO stage": "ZeRO stage", "raise the GPUs": "GPUs p",
+                               "set the parameters to 1T": "parameters"},
 }
 
 

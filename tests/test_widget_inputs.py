@@ -32,10 +32,12 @@ from distlib.widgets.ring import ClusterWidget, RingWidget  # noqa: E402
 from distlib.widgets.roofline import RooflineWidget  # noqa: E402
 from distlib.widgets.topology import TopologyWidget  # noqa: E402
 from distlib.widgets.walls import WallsWidget  # noqa: E402
+from distlib.widgets.zero import ZeroWidget  # noqa: E402
 
 #: Every public widget class, by name.
 WIDGETS = {cls.__name__: cls for cls in (RingWidget, ClusterWidget, CollectivesWidget, TwoLevelWidget,
-                                         OverlapWidget, RooflineWidget, TopologyWidget, WallsWidget)}
+                                         OverlapWidget, RooflineWidget, TopologyWidget, WallsWidget,
+                                         ZeroWidget)}
 
 NAN, INF = float("nan"), float("inf")
 
@@ -58,6 +60,12 @@ def _bad(label, cls, error, states, **kwargs) -> BadInput:
 V, T = ValueError, TypeError
 
 BAD_WIDGET_INPUTS = [
+    # chapter 10's ZeRO explorer
+    _bad("model too small for the slider (zero)", "ZeroWidget", V, "[1e+09, 1e+12]", params=1e6),
+    _bad("NaN parameters (zero)", "ZeroWidget", V, "[1e+09, 1e+12]", params=NAN),
+    _bad("three GPUs (zero)", "ZeroWidget", V, "1, 2, 4, 8", gpus=3),
+    _bad("ZeRO stage 5 (zero)", "ZeroWidget", V, "0, 1, 2, 3", stage=5),
+    _bad("accelerator not in the table (zero)", "ZeroWidget", V, "known: A100, H100", accelerator="V100"),
     # the ring: p in [2, 12], step in [0, 2 (p - 1)]
     _bad("ring of one GPU", "RingWidget", V, "[2, 12]", p=1),
     _bad("ring larger than the slider", "RingWidget", V, "[2, 12]", p=13),
@@ -218,6 +226,7 @@ EDGES = [
     (("OverlapWidget", {"backward_time": 1e-4, "bucket_bytes": 2**34}), "bucket_slider", 2.0**14),
     (("WallsWidget", {"params": 10**12.3, "chips": 16384.0}), "chips_dropdown", 16384),
     (("TopologyWidget", {"kind": "fat_tree", "size": 6}), "size", 6),
+    (("ZeroWidget", {"params": 1e12, "gpus": 1024.0, "stage": 0}), "gpus_dropdown", 1024),
     (("RooflineWidget", {"accelerator": "tpu v5p", "n": 16}), "accelerator_dropdown", "TPU v5p"),
 ]
 
@@ -245,6 +254,7 @@ def test_the_chapters_calls_still_pass():
                              mfu=0.4, chips=8, stage=0)),
         ("RooflineWidget", dict(accelerator="H100", kind="matmul (n x n x n)", n=1024)),
         ("TopologyWidget", dict(kind="torus2", size=4)),
+        ("ZeroWidget", dict(params=70e9, gpus=8, stage=0, accelerator="H100")),  # chapter 10
         ("CollectivesWidget", dict(alpha=5e-6, bandwidth=50e9, p=64, n_bytes=1e6)),
         ("CollectivesWidget", dict(alpha=1e-7, bandwidth=1e12, p=2, n_bytes=2**20)),  # chapter 7: clipped fit
         ("RingWidget", dict(p=4, numbering="mpi")),
