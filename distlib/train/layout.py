@@ -37,7 +37,9 @@ own collectives (:mod:`distlib.engines.algorithms`, ring algorithm):
 Tensor parallelism (``tp`` ranks, Megatron) lives in the model
 (:mod:`distlib.train.model`): each rank holds its part of every unit, and
 the blocks call :func:`~distlib.engines.algorithms.allreduce` over the
-tensor-parallel group where the model asks. With both, rank
+tensor-parallel group where the model asks (with sequence parallelism,
+``sp``: all-gathers and reduce-scatters along the sequence instead, and
+one small all-reduce of the norms' gradients per block). With both, rank
 ``d * tp + t`` is tensor-parallel rank ``t`` of data-parallel group
 member ``d``: two sets of sub-communicators
 (:class:`~distlib.engines.comm.SubComm`) of the world, and the
@@ -311,7 +313,7 @@ def make_layout(zero: int, specs, units, comm, *, adam: Adam, ledger: Ledger) ->
     return _LAYOUTS[level](specs, units, comm, adam, ledger)
 
 
-def forward_backward(layout: _Layout, config: Config, tokens, targets, *, reduce=None) -> float:
+def forward_backward(layout: _Layout, config: Config, tokens, targets, *, reduce=None, sp=None) -> float:
     """One forward and backward pass over every unit, through ``layout``; returns this rank's mean loss.
 
     Each unit's parameters come from ``layout.params`` (ZeRO-3 gathers them
@@ -328,6 +330,9 @@ def forward_backward(layout: _Layout, config: Config, tokens, targets, *, reduce
         This rank's sequences ``(batch, seq)`` and their next tokens.
     reduce : callable, optional
         Sums a buffer in place over the tensor-parallel group (``None`` without one).
+    sp : SequenceParallel, optional
+        Sequence parallelism over the tensor-parallel group, instead of ``reduce``
+        (:class:`~distlib.train.model.SequenceParallel`).
 
     Returns
     -------
@@ -339,12 +344,13 @@ def forward_backward(layout: _Layout, config: Config, tokens, targets, *, reduce
     for k, spec in enumerate(specs):
         head = k == len(specs) - 1
         x, cache = forward_unit(spec, layout.params(k), x, config=config, targets=targets if head else None,
-                                reduce=reduce)  # fmt: skip
+                                reduce=reduce, sp=sp)  # fmt: skip
         layout.release(k)
         caches.append(cache)
     loss, dy = x, None
     for k in range(len(specs) - 1, -1, -1):
         grad = layout.grad_buffer(k)
-        dy = backward_unit(specs[k], layout.params(k), dy, caches[k], grad, config=config, reduce=reduce)
+        dy = backward_unit(specs[k], layout.params(k), dy, caches[k], grad, config=config, reduce=reduce,
+                          sp=sp)  # fmt: skip
         layout.grad_done(k)
     return loss

@@ -20,6 +20,33 @@ matmul, and its backward one sum of each column-parallel input gradient:
 the model asks the ``reduce`` callable it is given for both, so this
 module runs no communication itself.
 
+Sequence parallelism (``sp``, Korthikanti et al. 2022, as Megatron-LM's
+``--sequence-parallel``) goes further: the activations *outside* the
+tensor-parallel regions (the layer norms, the residual adds, the bias
+``b2`` added after the MLP) are cut along the sequence, each of the ``tp`` ranks holding
+``seq / tp`` consecutive positions of every sequence. The model is handed a
+:class:`SequenceParallel` (the tensor-parallel group's all-gather and
+reduce-scatter along the sequence) instead of ``reduce``, and per block:
+
+* forward: an **all-gather** of ``ln1``'s output before ``q``, ``k``, ``v``
+  and of ``ln2``'s before ``w1`` (each column-parallel region gets the whole
+  sequence), a **reduce-scatter** after ``wo`` and after ``w2`` (in place of
+  the row-parallel all-reduce: each rank keeps the sum of its positions only);
+* backward: the two swap: an all-gather of the output gradient where the
+  forward reduce-scattered, a reduce-scatter of the input gradient where it
+  all-gathered; and one all-reduce of the gradients of the replicated
+  norms, which only saw this rank's positions (:data:`SP_SUMMED`).
+
+So a block sends what plain tensor parallelism sends (a ring all-reduce is a
+reduce-scatter and an all-gather, :func:`distlib.cost_coefficients`), plus
+that small all-reduce. The embeddings are computed for this rank's
+positions only (Megatron's scatter to the sequence-parallel region after
+the embedding: its backward is an all-gather of the output gradient, so
+the replicated tables get the whole gradient on every rank), and the
+sequence is all-gathered again before the head (final norm and output
+projection, replicated here: not vocabulary-parallel as in Megatron), whose
+backward then just keeps this rank's positions, without communication.
+
 The chapter on parallel training (Part IV) teaches with it; the layouts
 that run it over ranks are in :mod:`distlib.train.layout`.
 """
@@ -34,7 +61,7 @@ import numpy as np
 from .._check import check_int
 
 __all__ = ["Config", "UnitSpec", "unit_specs", "init_units", "shard_unit", "forward_unit", "backward_unit",
-           "loss_and_grads", "LN_EPS"]
+           "loss_and_grads", "LN_EPS", "SequenceParallel", "SP_SUMMED"]
 
 LN_EPS = 1e-5
 """LayerNorm's epsilon, added to the variance."""
@@ -271,6 +298,75 @@ def _attention_back(dctx, h, p, cache, head_dim):
     return dh.reshape(h.shape), grads
 
 
+SP_SUMMED = ("ln1_g", "ln1_b", "ln2_g", "ln2_b")
+"""A block's replicated tensors whose gradient, under sequence parallelism, each rank has for its positions only:
+the norms' (``b2``'s comes from the gathered output gradient, whole)."""
+
+
+class SequenceParallel:
+    """The tensor-parallel group's collectives along the sequence, for :func:`forward_unit` with ``sp``.
+
+    Activations are ``(batch, seq, hidden)``; a rank's part is positions
+    ``rank * seq / size`` to ``(rank + 1) * seq / size`` of every sequence.
+    The book's collectives cut a flat buffer into consecutive chunks, so the
+    sequence is moved to the front first (``(seq, batch, hidden)``, the
+    layout Megatron keeps its activations in for this reason).
+
+    Parameters
+    ----------
+    comm : Comm
+        The tensor-parallel group (:class:`~distlib.engines.comm.SubComm`).
+
+    Examples
+    --------
+    >>> from distlib.engines.comm import run_threads
+    >>> x = np.arange(2 * 4 * 3, dtype=float).reshape(2, 4, 3)
+    >>> def round_trip(comm):
+    ...     sp = SequenceParallel(comm)
+    ...     part = sp.split(x)
+    ...     return part.shape, np.array_equal(sp.gather(part), x), np.array_equal(sp.reduce_scatter(x), 2 * part)
+    >>> run_threads(round_trip, 2)
+    [((2, 2, 3), True, True), ((2, 2, 3), True, True)]
+    """
+
+    def __init__(self, comm):
+        self.comm, self.rank, self.size = comm, comm.rank, comm.size
+
+    def positions(self, seq: int) -> slice:
+        """This rank's positions of a sequence of ``seq`` tokens (``size`` must divide ``seq``)."""
+        if seq % self.size:
+            raise ValueError(f"the tensor-parallel ranks ({self.size}) must divide the sequence ({seq}) with sp")
+        n = seq // self.size
+        return slice(self.rank * n, (self.rank + 1) * n)
+
+    def split(self, x):
+        """This rank's positions of the whole ``x`` (no communication)."""
+        return x[:, self.positions(x.shape[1])]
+
+    def gather(self, part):
+        """All-gather along the sequence: every rank's positions, the whole ``(batch, seq, hidden)``."""
+        from ..engines.algorithms import allgather
+
+        b, n, w = part.shape
+        whole = allgather(self.comm, np.ascontiguousarray(part.transpose(1, 0, 2)))
+        return np.ascontiguousarray(whole.reshape(n * self.size, b, w).transpose(1, 0, 2))
+
+    def reduce_scatter(self, x):
+        """Reduce-scatter along the sequence: the sum over the ranks of ``x``, this rank's positions only."""
+        from ..engines.algorithms import reduce_scatter
+
+        b, s, w = x.shape
+        self.positions(s)
+        mine = reduce_scatter(self.comm, np.ascontiguousarray(x.transpose(1, 0, 2)))
+        return np.ascontiguousarray(mine.reshape(s // self.size, b, w).transpose(1, 0, 2))
+
+    def allreduce(self, buf):
+        """Sum ``buf`` in place over the group (the replicated tensors' gradients)."""
+        from ..engines.algorithms import allreduce
+
+        return allreduce(self.comm, buf)
+
+
 def _sum_tp(reduce, x):
     """``x`` summed over the tensor-parallel ranks (in place, through ``reduce``; nothing to do without one)."""
     if reduce is not None:
@@ -281,6 +377,55 @@ def _sum_tp(reduce, x):
 # ----------------------------------------------------------------------------
 # Units: forward and backward
 # ----------------------------------------------------------------------------
+
+
+def _block_forward_sp(p, x, config, sp):
+    """A block under sequence parallelism: ``x`` and ``y`` are this rank's positions."""
+    hs, ln1 = _ln(x, p["ln1_g"], p["ln1_b"])
+    h = sp.gather(hs)  # all-gather: the attention's column-parallel q, k, v see the whole sequence
+    ctx, att = _attention(h, p, config.head_dim)
+    x1 = x + sp.reduce_scatter(ctx @ p["wo"])  # row-parallel partial sums: reduce-scatter, not all-reduce
+    h2s, ln2 = _ln(x1, p["ln2_g"], p["ln2_b"])
+    h2 = sp.gather(h2s)  # all-gather before the MLP's column-parallel w1
+    z = h2 @ p["w1"] + p["b1"]
+    a, t = _gelu(z)
+    y = x1 + sp.reduce_scatter(a @ p["w2"]) + p["b2"]
+    return y, (h, ln1, ctx, att, h2, ln2, z, a, t)
+
+
+def _block_backward_sp(p, dy, cache, config, sp, g):
+    """The backward of :func:`_block_forward_sp`: each all-gather's backward a reduce-scatter, and back."""
+    h, ln1, ctx, att, h2, ln2, z, a, t = cache
+    flat = lambda x: x.reshape(-1, x.shape[-1])  # noqa: E731
+    dyw = sp.gather(dy)  # the reduce-scatter after w2, backward: all-gather the output gradient
+    # b2 is added to this rank's positions, but the gradient just gathered is the whole sequence's, so b2's
+    # comes out whole, with nothing to send (DTensor's RowwiseParallel gets it so too; Megatron-LM marks the
+    # bias sequence-parallel and all-reduces it with the norms).
+    g["b2"][...] = flat(dyw).sum(axis=0)
+    g["w2"][...] = flat(a).T @ flat(dyw)
+    dz = _gelu_back(dyw @ p["w2"].T, z, t)
+    g["w1"][...] = flat(h2).T @ flat(dz)
+    g["b1"][...] = flat(dz).sum(axis=0)
+    dh2 = sp.reduce_scatter(dz @ p["w1"].T)  # the all-gather before w1, backward: reduce-scatter
+    dx1, g["ln2_g"][...], g["ln2_b"][...] = _ln_back(dh2, ln2, p["ln2_g"])
+    dx1 += dy
+    dx1w = sp.gather(dx1)  # the reduce-scatter after wo, backward
+    g["wo"][...] = flat(ctx).T @ flat(dx1w)
+    dh, att_grads = _attention_back(dx1w @ p["wo"].T, h, p, att, config.head_dim)
+    for name, value in att_grads.items():
+        g[name][...] = value
+    dx, g["ln1_g"][...], g["ln1_b"][...] = _ln_back(sp.reduce_scatter(dh), ln1, p["ln1_g"])
+    # The norms' gains and biases are replicated, but each rank saw only its positions: their
+    # gradients are partial sums over the sequence, summed here over the tensor-parallel group in one
+    # all-reduce. Megatron-LM does the same sum (the parameters it marks ``sequence_parallel``, all-reduced
+    # over the tensor-parallel group in finalize_model_grads' _allreduce_layernorm_grads), but once per step
+    # for all layers together; here once per block, so that a layout that reduce-scatters a unit's gradient
+    # right after its backward (ZeRO-2 and 3) hands on whole gradients.
+    both = sp.allreduce(np.concatenate([g[name] for name in SP_SUMMED]))
+    start = 0
+    for name in SP_SUMMED:
+        g[name][...], start = both[start : start + g[name].size], start + g[name].size
+    return dx + dx1
 
 
 def _block_forward(p, x, config, reduce):
@@ -334,7 +479,7 @@ def _head_backward(p, cache, g):
     return dx
 
 
-def forward_unit(spec: UnitSpec, flat, x, *, config: Config, targets=None, reduce=None):
+def forward_unit(spec: UnitSpec, flat, x, *, config: Config, targets=None, reduce=None, sp=None):
     """One unit's forward pass: ``(output, cache)``.
 
     Parameters
@@ -352,6 +497,11 @@ def forward_unit(spec: UnitSpec, flat, x, *, config: Config, targets=None, reduc
     reduce : callable, optional
         ``reduce(buf)`` sums ``buf`` in place over the tensor-parallel ranks
         (``None`` with one rank).
+    sp : SequenceParallel, optional
+        Sequence parallelism over the tensor-parallel group (then ``reduce``
+        is not used): the embeddings return, and a block takes and returns,
+        this rank's positions only; the head takes them and gathers the
+        whole sequence.
 
     Returns
     -------
@@ -368,13 +518,18 @@ def forward_unit(spec: UnitSpec, flat, x, *, config: Config, targets=None, reduc
     """
     p = spec.views(flat)
     if spec.name == "embed":
+        if sp is not None:  # only this rank's positions (Megatron's scatter to the sequence-parallel region)
+            mine = sp.positions(x.shape[1])
+            return p["tok"][x[:, mine]] + p["pos"][mine], x
         return p["tok"][x] + p["pos"][: x.shape[1]], x
     if spec.name == "head":
-        return _head_forward(p, x, targets)
+        return _head_forward(p, x if sp is None else sp.gather(x), targets)  # the whole sequence again
+    if sp is not None:
+        return _block_forward_sp(p, x, config, sp)
     return _block_forward(p, x, config, reduce)
 
 
-def backward_unit(spec: UnitSpec, flat, dy, cache, grad, *, config: Config, reduce=None):
+def backward_unit(spec: UnitSpec, flat, dy, cache, grad, *, config: Config, reduce=None, sp=None):
     """One unit's backward pass: writes its gradient into ``grad``, returns the gradient of its input.
 
     Parameters
@@ -389,7 +544,7 @@ def backward_unit(spec: UnitSpec, flat, dy, cache, grad, *, config: Config, redu
     grad : ndarray
         Where the unit's gradient goes (flat, like ``flat``; overwritten).
     config : Config
-    reduce : callable, optional
+    reduce, sp : optional
         As for :func:`forward_unit`.
 
     Returns
@@ -409,13 +564,18 @@ def backward_unit(spec: UnitSpec, flat, dy, cache, grad, *, config: Config, redu
     """
     p, g = spec.views(flat), spec.views(grad)
     if spec.name == "embed":
+        if sp is not None:  # the scatter's backward: all-gather the gradient, the tables' whole gradient
+            dy = sp.gather(dy)
         g["tok"][...] = 0.0
         np.add.at(g["tok"], cache, dy)
         g["pos"][...] = 0.0
         g["pos"][: dy.shape[1]] = dy.sum(axis=0)
         return None
     if spec.name == "head":
-        return _head_backward(p, cache, g)
+        dx = _head_backward(p, cache, g)
+        return dx if sp is None else sp.split(dx)  # the gather's backward: every rank has it whole, keeps its own
+    if sp is not None:
+        return _block_backward_sp(p, dy, cache, config, sp, g)
     return _block_backward(p, dy, cache, config, reduce, g)
 
 

@@ -1,10 +1,29 @@
 """One rank of the trainer: ``python -m mpi4py -m distlib.train.worker --dp D --tp T --zero Z --steps K --seed S``.
 
+With ``--sp 1``: sequence parallelism over the tensor-parallel ranks.
+
 :func:`distlib.train.launch.train` starts ``D * T`` of these with
 :func:`distlib.engines.run_mpi`; each trains its part of the model
 (:func:`train_rank`) and hands back a :class:`~distlib.train.results.RankReport`
 as one report line (:mod:`distlib.engines.report`). Progress goes to
 stderr, from rank 0.
+
+Where each collective happens, per step (``L`` blocks; the tensor-parallel
+group is ``tp`` neighbouring ranks, the data-parallel group one rank of each):
+
+* tensor parallelism (``tp > 1``): per block, two all-reduces of the
+  activations in the forward pass (after ``wo`` and ``w2``) and two of
+  the input gradients in the backward (of ``q, k, v`` together, and of
+  ``w1``), over the tensor-parallel group (:mod:`distlib.train.model`);
+* with sequence parallelism (``sp``) instead: per block, forward and
+  backward each two all-gathers and two reduce-scatters along the sequence,
+  and in the backward one all-reduce of the norms' gradients;
+  one all-gather before the head (forward) and one of the embeddings'
+  output gradient (backward) -- ``4 L + 2`` all-gathers, ``4 L``
+  reduce-scatters and ``L`` all-reduces a step, over the tensor-parallel group;
+* data parallelism: the layout's gradient and parameter collectives
+  (:mod:`distlib.train.layout`), and one all-reduce of the loss, over the
+  data-parallel group.
 """
 
 from __future__ import annotations
@@ -22,7 +41,7 @@ from ..walls import ZERO_STAGES
 from .adam import Adam
 from .data import global_batch, local_batch
 from .layout import Ledger, forward_backward, make_layout
-from .model import Config, init_units, shard_unit, unit_specs
+from .model import Config, SequenceParallel, init_units, shard_unit, unit_specs
 from .results import RankReport
 
 __all__ = ["groups", "train_rank", "main"]
@@ -52,8 +71,8 @@ def _checksum_part(layout, specs, tp_rank: int) -> float:
     return total
 
 
-def train_rank(comm, *, dp: int, tp: int, zero: int, steps: int, seed: int, config: Config = Config(),
-               adam: Adam = Adam(), say=None) -> RankReport:  # fmt: skip
+def train_rank(comm, *, dp: int, tp: int, zero: int, steps: int, seed: int, sp: bool = False,
+               config: Config = Config(), adam: Adam = Adam(), say=None) -> RankReport:  # fmt: skip
     """Train on this rank of ``comm`` for ``steps`` steps; this rank's report.
 
     Every rank of ``comm`` calls it with the same arguments (SPMD).
@@ -68,6 +87,9 @@ def train_rank(comm, *, dp: int, tp: int, zero: int, steps: int, seed: int, conf
         ZeRO stage, 0 to 3 (:mod:`distlib.train.layout`).
     steps, seed : int
         Steps to train; the seed of the parameters and of the data.
+    sp : bool
+        Sequence parallelism over the tensor-parallel group (``tp`` above 1,
+        dividing ``config.seq``): :class:`~distlib.train.model.SequenceParallel`.
     config, adam
         The model's sizes and the optimizer (the defaults are the book's).
     say : callable, optional
@@ -80,7 +102,8 @@ def train_rank(comm, *, dp: int, tp: int, zero: int, steps: int, seed: int, conf
     Raises
     ------
     ValueError
-        ``comm`` does not have ``dp * tp`` ranks, or an argument is out of range.
+        ``comm`` does not have ``dp * tp`` ranks, an argument is out of range, or ``sp`` without ``tp``
+        above 1 dividing the sequence.
 
     Examples
     --------
@@ -88,12 +111,17 @@ def train_rank(comm, *, dp: int, tp: int, zero: int, steps: int, seed: int, conf
     >>> one, two = (run_threads(lambda c: train_rank(c, dp=p, tp=1, zero=p - 1, steps=2, seed=0), p)[0] for p in (1, 2))
     >>> abs(one.losses[-1] - two.losses[-1]) < 1e-12, one.comm_bytes, two.comm_bytes > 0
     (True, 0, True)
+    >>> tp, sp = (run_threads(lambda c: train_rank(c, dp=1, tp=2, zero=0, steps=2, seed=0, sp=s), 2)[0] for s in (0, 1))
+    >>> abs(sp.losses[-1] - one.losses[-1]) < 1e-12, sp.messages > tp.messages
+    (True, True)
     """
     dp, tp, steps = (check_int(n, v, minimum=1) for n, v in (("dp", dp), ("tp", tp), ("steps", steps)))
     zero = check_int("zero", zero, minimum=min(ZERO_STAGES), maximum=max(ZERO_STAGES))
     seed = check_int("seed", seed, minimum=0)
     if comm.size != dp * tp:
         raise ValueError(f"dp * tp must be the number of ranks of comm ({comm.size}), got {dp} * {tp}")
+    if sp and (tp == 1 or config.seq % tp):
+        raise ValueError(f"sp needs tp above 1 dividing the sequence ({config.seq}), got tp {tp}")
     counted = CountingComm(comm)
     dp_rank, tp_rank, dp_group, tp_group = groups(comm.rank, dp, tp)
     dp_comm, tp_comm = SubComm(counted, dp_group), SubComm(counted, tp_group)
@@ -102,12 +130,13 @@ def train_rank(comm, *, dp: int, tp: int, zero: int, steps: int, seed: int, conf
     ledger = Ledger()
     layout = make_layout(zero, specs, units, dp_comm, adam=adam, ledger=ledger)
     del units
-    reduce = (lambda buf: allreduce(tp_comm, buf)) if tp > 1 else None
+    reduce = (lambda buf: allreduce(tp_comm, buf)) if tp > 1 and not sp else None
+    seq = SequenceParallel(tp_comm) if sp else None
     losses, seconds = [], []
     for step in range(1, steps + 1):
         start = time.perf_counter()
         tokens, targets = local_batch(*global_batch(seed, step - 1, seq=config.seq, vocab=config.vocab), dp_rank, dp)
-        loss = np.array([forward_backward(layout, config, tokens, targets, reduce=reduce)])
+        loss = np.array([forward_backward(layout, config, tokens, targets, reduce=reduce, sp=seq)])
         layout.update(step)
         allreduce(dp_comm, loss)  # the global batch's loss: the mean of the ranks' means
         losses.append(float(loss[0] / dp))
@@ -128,10 +157,12 @@ def main(argv=None) -> None:
     parser = argparse.ArgumentParser(prog="python -m distlib.train.worker")
     for name in ("dp", "tp", "zero", "steps", "seed"):
         parser.add_argument(f"--{name}", type=int, required=True)
+    parser.add_argument("--sp", type=int, default=0)
     ns = parser.parse_args(sys.argv[1:] if argv is None else argv)
     comm = world()
     say = (lambda text: print(text, file=sys.stderr, flush=True)) if comm.rank == 0 else None
-    emit(train_rank(comm, dp=ns.dp, tp=ns.tp, zero=ns.zero, steps=ns.steps, seed=ns.seed, say=say))
+    emit(train_rank(comm, dp=ns.dp, tp=ns.tp, zero=ns.zero, steps=ns.steps, seed=ns.seed, sp=bool(ns.sp),
+                    say=say))  # fmt: skip
 
 
 if __name__ == "__main__":
