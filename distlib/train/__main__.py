@@ -3,6 +3,7 @@
 ::
 
     python -m distlib.train --dp 2 --tp 2 --zero 1 --steps 5 --seed 0 --engine mpi --json
+    python -m distlib.train --tp 2 --sp --steps 5 --json      # sequence parallelism
 
 It checks every flag before starting anything (a bad one: one line naming
 it and its range, exit status 2), starts ``dp * tp * pp`` ranks itself
@@ -49,6 +50,10 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--chunks", type=int, default=1, help="model chunks per stage, interleaved only (default 1)")
     parser.add_argument("--microbatches", type=int, default=None,
                         help="microbatches per replica and step (default: --pp)")
+    parser.add_argument("--sp", action="store_true",
+                        help="sequence parallelism over the --tp ranks (Megatron-LM's --sequence-parallel): the "
+                             "norms and residuals cut along the sequence, all-gathers and reduce-scatters in place "
+                             "of tensor parallelism's all-reduces; --tp above 1, --pp 1")
     parser.add_argument("--zero", type=int, default=0, help="ZeRO stage 0 (DDP), 1, 2 or 3 (default 0)")
     parser.add_argument("--steps", type=int, default=10, help="training steps (default 10)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the parameters and the data (default 0)")
@@ -88,7 +93,13 @@ def _pipeline_flags(ns) -> dict:
 
 
 def _layout_words(flags: dict) -> str:
-    words = f"dp {flags['dp']} x tp {flags['tp']}, zero {flags['zero']}"
+    """The layout, for the starting line.
+
+    >>> _layout_words(dict(dp=1, tp=2, zero=0, pp=1, microbatches=1, sp=True))
+    'dp 1 x tp 2 with sequence parallelism, zero 0'
+    """
+    sp = " with sequence parallelism" if flags.get("sp") else ""
+    words = f"dp {flags['dp']} x tp {flags['tp']}{sp}, zero {flags['zero']}"
     if flags["pp"] > 1 or flags["microbatches"] != 1:
         words = (f"dp {flags['dp']} x pp {flags['pp']} x tp {flags['tp']}, zero {flags['zero']}, "
                  f"{flags['schedule']}, {flags['microbatches']} microbatches")  # fmt: skip
@@ -132,7 +143,7 @@ def main(argv=None) -> int:
 
     ns = _parser().parse_args(sys.argv[1:] if argv is None else argv)
     flags = dict(dp=ns.dp, tp=ns.tp, pp=ns.pp, zero=ns.zero, steps=ns.steps, seed=ns.seed, engine=ns.engine,
-                 timeout=ns.timeout, ranks=ns.ranks, nodes=ns.nodes, link_gbit=ns.link_gbit)  # fmt: skip
+                 timeout=ns.timeout, ranks=ns.ranks, nodes=ns.nodes, link_gbit=ns.link_gbit, sp=ns.sp)  # fmt: skip
     flags.update(_pipeline_flags(ns))
     try:
         from distlib.train.launch import check_layout

@@ -2,7 +2,7 @@
 
 :func:`distlib.train.launch.train` starts ``D * T`` of these with
 :func:`distlib.engines.run_torch` (target ``distlib.train.gloo:main``, the
-flags ``--dp D --tp T --zero Z --steps K --seed S``). Each runs the very
+flags ``--dp D --tp T --zero Z --steps K --seed S --sp 0|1``). Each runs the very
 program an MPI rank runs (:func:`distlib.train.worker.train_rank`: the
 NumPy model, its layouts, the book's own collectives) over a different
 communicator: :class:`~distlib.engines.torch_numpy.NumpyTorchComm`, which
@@ -25,8 +25,8 @@ from .worker import train_rank
 
 __all__ = ["FLAGS", "main"]
 
-FLAGS = ("dp", "tp", "zero", "steps", "seed")
-"""The rank's flags, each an integer (checked by the launching side)."""
+FLAGS = ("dp", "tp", "zero", "steps", "seed", "sp")
+"""The rank's flags, each an integer (checked by the launching side; ``sp`` 0 or 1)."""
 
 
 def main(argv=None) -> None:
@@ -40,4 +40,4 @@ def main(argv=None) -> None:
     ns = parser.parse_args(sys.argv[1:] if argv is None else argv)
     comm = numpy_world()
     say = (lambda text: print(text, file=sys.stderr, flush=True)) if comm.rank == 0 else None
-    emit(train_rank(comm, dp=ns.dp, tp=ns.tp, zero=ns.zero, steps=ns.steps, seed=ns.seed, say=say))
+    emit(train_rank(comm, dp=ns.dp, tp=ns.tp, zero=ns.zero, steps=ns.steps, seed=ns.seed, sp=bool(ns.sp), say=say))

@@ -48,7 +48,7 @@ def _range_problem(name: str, value, low: int, high: int) -> str | None:
 
 
 def layout_problem(*, dp, tp, pp, zero, steps, seed, engine, timeout, schedule="1f1b", chunks=1, microbatches=1,
-                   ranks=None, nodes=None, link_gbit=None, config: Config = Config(),
+                   ranks=None, nodes=None, link_gbit=None, sp=False, config: Config = Config(),
                    max_ranks: int | None = None) -> str | None:  # fmt: skip
     """The first flag out of its range, as one line naming it and the range; ``None`` if all fit.
 
@@ -58,6 +58,11 @@ def layout_problem(*, dp, tp, pp, zero, steps, seed, engine, timeout, schedule="
     --tp must divide heads (4), hidden (32) and ffn (128): one of 1, 2, 4; got 3
     >>> print(layout_problem(dp=5, tp=1, pp=1, zero=0, steps=5, seed=0, engine="mpi", timeout=60.0))
     --dp must divide the global batch of 12 sequences: one of 1, 2, 3, 4, 6, 12; got 5
+    >>> print(layout_problem(dp=1, tp=1, pp=1, zero=0, steps=5, seed=0, engine="mpi", timeout=60.0, sp=True))
+    --sp needs --tp above 1 (it cuts the sequence over the tensor-parallel ranks): one of 2, 4; got 1
+    >>> print(layout_problem(dp=1, tp=4, pp=1, zero=0, steps=5, seed=0, engine="mpi", timeout=60.0, sp=True,
+    ...                      config=Config(seq=6)))
+    --sp needs --tp to divide the sequence of 6 tokens: one of 2; got 4
     """
     if max_ranks is None:
         from ..engines._processes import max_ranks as machine_ranks
@@ -87,9 +92,37 @@ def layout_problem(*, dp, tp, pp, zero, steps, seed, engine, timeout, schedule="
     if GLOBAL_BATCH % dp:
         return (f"--dp must divide the global batch of {GLOBAL_BATCH} sequences: one of "
                 f"{', '.join(map(str, _divisors(GLOBAL_BATCH)))}; got {dp}")
+    problem = _sp_problem(sp=sp, tp=tp, pp=pp, microbatches=microbatches, config=config)
+    if problem:
+        return problem
     problem = _pipeline_problem(pp=pp, zero=zero, dp=dp, schedule=schedule, chunks=chunks,
                                 microbatches=microbatches, config=config)  # fmt: skip
     return problem or _placement_problem(dp * tp * pp, ranks=ranks, nodes=nodes, link_gbit=link_gbit, engine=engine)
+
+
+def _sp_problem(*, sp, tp, pp, microbatches, config) -> str | None:
+    """``--sp``: a tensor-parallel group above one rank whose size divides the sequence; no pipeline stages.
+
+    ``--sp`` with ``--tp 1`` is refused, not ignored (Megatron-LM turns it off with a warning): there is no
+    group to cut the sequence over, and a run that said ``sp`` in its starting line while doing nothing of
+    it would mislead. Pipelines are refused too: their stages exchange whole ``(batch, seq, hidden)``
+    activations (:mod:`distlib.train.pipeline`), not yet this rank's positions.
+    """
+    if not isinstance(sp, bool):
+        return f"--sp must be given or not (True or False), got {sp!r}"
+    if not sp:
+        return None
+    choices = [t for t in _tp_choices(config) if t > 1 and config.seq % t == 0]
+    if tp == 1:
+        return (f"--sp needs --tp above 1 (it cuts the sequence over the tensor-parallel ranks): one of "
+                f"{', '.join(map(str, choices))}; got 1")  # fmt: skip
+    if config.seq % tp:
+        return (f"--sp needs --tp to divide the sequence of {config.seq} tokens: one of "
+                f"{', '.join(map(str, choices))}; got {tp}")  # fmt: skip
+    if is_pipeline(pp=pp, microbatches=microbatches):
+        return (f"--sp with pipeline stages (--pp {pp}, --microbatches {microbatches}) is not built; "
+                "use --sp with --pp 1 --microbatches 1")  # fmt: skip
+    return None
 
 
 def _placement_problem(n: int, *, ranks, nodes, link_gbit, engine) -> str | None:
@@ -146,7 +179,7 @@ def _start(engine: str, n: int, args: list, timeout: float, cluster=None):
 def train(*, dp: int = 1, tp: int = 1, pp: int = 1, zero: int = 0, steps: int = 10, seed: int = 0,
           engine: str = "mpi", timeout: float = 300.0, schedule: str = "1f1b", chunks: int = 1,
           microbatches: int = 1, ranks: int | None = None, nodes: int | None = None,
-          link_gbit: float | None = None) -> TrainResult:  # fmt: skip
+          link_gbit: float | None = None, sp: bool = False) -> TrainResult:  # fmt: skip
     """Train the book's model with a layout on ``dp * tp * pp`` ranks of ``engine``; the run's :class:`TrainResult`.
 
     Parameters
@@ -192,9 +225,9 @@ def train(*, dp: int = 1, tp: int = 1, pp: int = 1, zero: int = 0, steps: int = 
     """
     check_layout(dp=dp, tp=tp, pp=pp, zero=zero, steps=steps, seed=seed, engine=engine, timeout=timeout,
                  schedule=schedule, chunks=chunks, microbatches=microbatches, ranks=ranks, nodes=nodes,
-                 link_gbit=link_gbit)  # fmt: skip
+                 link_gbit=link_gbit, sp=sp)  # fmt: skip
     flags = dict(dp=dp, tp=tp, pp=pp, zero=zero, steps=steps, seed=seed, engine=engine, timeout=timeout,
-                 schedule=schedule, chunks=chunks, microbatches=microbatches)  # fmt: skip
+                 schedule=schedule, chunks=chunks, microbatches=microbatches, sp=sp)  # fmt: skip
     if nodes is None and link_gbit is None:
         return _train_here(**flags)
     import dataclasses
@@ -208,7 +241,7 @@ def train(*, dp: int = 1, tp: int = 1, pp: int = 1, zero: int = 0, steps: int = 
     return dataclasses.replace(result, nodes=nodes, link_gbit=link_gbit, link_bytes=links)
 
 
-def _train_here(*, dp, tp, pp, zero, steps, seed, engine, timeout, schedule, chunks, microbatches,
+def _train_here(*, dp, tp, pp, zero, steps, seed, engine, timeout, schedule, chunks, microbatches, sp=False,
                 cluster=None) -> TrainResult:  # fmt: skip
     """One run, checked already: on this machine, or across ``cluster``."""
     if is_pipeline(pp=pp, microbatches=microbatches):
@@ -218,7 +251,7 @@ def _train_here(*, dp, tp, pp, zero, steps, seed, engine, timeout, schedule, chu
                               schedule=schedule, chunks=chunks, microbatches=microbatches, cluster=cluster)  # fmt: skip
     from ..engines.report import read_all
 
-    args = ["--dp", dp, "--tp", tp, "--zero", zero, "--steps", steps, "--seed", seed]
+    args = ["--dp", dp, "--tp", tp, "--zero", zero, "--steps", steps, "--seed", seed, "--sp", int(sp)]
     result = _start(engine, dp * tp, [str(a) for a in args], timeout, cluster)
     reports = read_all(result, RankReport)
     return TrainResult.from_ranks(reports, dp=dp, tp=tp, zero=zero, seed=seed, log=result.stderr[0],
