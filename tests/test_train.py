@@ -125,7 +125,9 @@ def test_the_global_batch_splits_or_is_refused():
 #: (dp, tp, zero): DDP, ZeRO-1/2/3 at 2 and 4 ranks, tensor parallelism at 2 and 4, both together,
 #: and 3 ranks, whose chunks of the flat vector (105280 elements) are uneven.
 LAYOUTS = [(2, 1, 0), (2, 1, 1), (2, 1, 2), (2, 1, 3), (4, 1, 0), (4, 1, 1), (4, 1, 2), (4, 1, 3),
-           (1, 2, 0), (1, 4, 0), (2, 2, 3), (3, 1, 0), (3, 1, 1), (3, 1, 2), (3, 1, 3)]
+           (1, 2, 0), (1, 4, 0), (2, 2, 3), (3, 1, 0), (3, 1, 1), (3, 1, 2), (3, 1, 3),
+           (1, 2, 0, "sp"), (1, 4, 0, "sp"), (2, 2, 1, "sp")]
+#: ... and "sp": sequence parallelism (--sp) over the TP ranks, at 2 and 4, and beside DP with ZeRO-1.
 CLI_LAYOUT = (2, 2, 0)  # run through the command line, --json
 
 
@@ -138,7 +140,7 @@ def reference():
 
 @pytest.fixture(scope="module")
 def runs():
-    """``{(dp, tp, zero): TrainResult}`` of every layout, each its own MPI launch (and one through the CLI)."""
+    """``{(dp, tp, zero[, "sp"]): TrainResult}`` of every layout, each its own MPI launch (and one through the CLI)."""
     from distlib.engines import stray_processes
     from distlib.train.launch import train
     from distlib.train.results import TrainResult
@@ -146,10 +148,11 @@ def runs():
     if not have_mpi():
         pytest.skip(NO_MPI)
     out = {}
-    for dp, tp, zero in LAYOUTS:
-        result = train(dp=dp, tp=tp, zero=zero, steps=STEPS, seed=SEED, timeout=60)
+    for layout in LAYOUTS:
+        dp, tp, zero = layout[:3]
+        result = train(dp=dp, tp=tp, zero=zero, steps=STEPS, seed=SEED, timeout=60, sp="sp" in layout)
         assert stray_processes(result.run_id) == []
-        out[dp, tp, zero] = result
+        out[layout] = result
     dp, tp, zero = CLI_LAYOUT
     cli = subprocess.run([sys.executable, "-m", "distlib.train", "--dp", str(dp), "--tp", str(tp), "--zero", str(zero),
                           "--steps", str(STEPS), "--seed", str(SEED), "--engine", "mpi", "--json"],
@@ -175,7 +178,7 @@ def test_every_layout_reproduces_one_process(runs, reference):
     losses, checksum = reference
     assert losses[-1] < losses[0]
     for layout, result in runs.items():
-        dp, tp, _ = layout
+        dp, tp = layout[:2]
         assert len(result.losses) == len(result.step_seconds) == STEPS
         assert len(result.state_bytes) == len(result.comm_bytes) == dp * tp
         assert max(_rel(a, b) for a, b in zip(result.losses, losses)) < 1e-9, layout
@@ -237,6 +240,85 @@ def test_bytes_sent_follow_the_alpha_beta_counts(runs):
 
 
 # ---------------------------------------------------------------------------
+# Sequence parallelism: its collectives, counted, and its bytes
+# ---------------------------------------------------------------------------
+
+
+def _block_counts(tp: int, sp: bool) -> tuple:
+    """The book's collectives of one block's forward, then of its backward, on rank 0 of ``tp`` thread ranks."""
+    from distlib.engines.algorithms import allreduce
+    from distlib.engines.comm import CountingComm
+    from distlib.train.model import SequenceParallel, backward_unit, forward_unit, shard_unit
+
+    config = Config(layers=1)
+    full, units = unit_specs(config), init_units(config, 0)
+
+    def rank(comm):
+        counted = CountingComm(comm)
+        spec, flat = unit_specs(config, tp)[1], shard_unit(full[1], units[1], comm.rank, tp)
+        kw = dict(sp=SequenceParallel(counted)) if sp else dict(reduce=lambda buf: allreduce(counted, buf))
+        x = np.random.default_rng(0).standard_normal((2, config.seq, config.hidden))
+        x = kw["sp"].split(x) if sp else x
+        y, cache = forward_unit(spec, flat, x, config=config, **kw)
+        forward = dict(counted.collectives)
+        backward_unit(spec, flat, np.ones_like(y), cache, np.empty_like(flat), config=config, **kw)
+        return forward, {k: v - forward.get(k, 0) for k, v in counted.collectives.items() if v - forward.get(k, 0)}
+
+    return run_threads(rank, tp, timeout=30)[0]
+
+
+@pytest.mark.parametrize("tp", [2, 4])
+def test_sequence_parallelism_gathers_and_scatters_where_tp_all_reduces(tp):
+    # Plain TP, per block: forward an all-reduce after each row-parallel matmul (wo, w2); backward one of the
+    # input gradient of each column-parallel region (q, k, v together; w1).
+    assert _block_counts(tp, sp=False) == ({"allreduce": 2}, {"allreduce": 2})
+    # SP: forward an all-gather before each column-parallel region and a reduce-scatter after each row-parallel
+    # one; backward the same two and two swapped (the gradient of a gather is a reduce-scatter, and back), and
+    # one all-reduce of the four norm tensors' gradients (each rank saw only its positions).
+    assert _block_counts(tp, sp=True) == ({"allgather": 2, "reduce_scatter": 2},
+                                          {"allgather": 2, "reduce_scatter": 2, "allreduce": 1})  # fmt: skip
+
+
+def test_a_step_of_sequence_parallelism_counts_its_collectives_and_matches_one_process(reference):
+    from distlib.engines.comm import CountingComm
+
+    def rank(comm, sp):
+        counted, seen = CountingComm(comm), []
+        report = train_rank(counted, dp=1, tp=2, zero=0, steps=2, seed=SEED, sp=sp,
+                            say=lambda _line: seen.append(dict(counted.collectives)))  # fmt: skip
+        return report.losses, seen
+
+    L = CONFIG.layers
+    (losses, seen), _ = run_threads(lambda c: rank(c, True), 2, timeout=60)
+    # Per step: 4 all-gathers and 4 reduce-scatters a block, an all-gather before the head and one of the
+    # embeddings' output gradient; an all-reduce of the norms' gradients a block (the loss: dp 1, none).
+    assert seen[0] == {"allgather": 4 * L + 2, "reduce_scatter": 4 * L, "allreduce": L}
+    assert seen[1] == {k: 2 * v for k, v in seen[0].items()}
+    (_, plain), _ = run_threads(lambda c: rank(c, False), 2, timeout=60)
+    assert plain[0] == {"allreduce": 4 * L}
+    assert max(_rel(a, b) for a, b in zip(losses, reference[0][:2])) < 1e-12
+
+
+@pytest.mark.engines
+@pytest.mark.slow
+@needs_mpi
+def test_sequence_parallelism_sends_what_tp_sends_by_the_ring_identity(runs):
+    # A ring all-reduce is a reduce-scatter and then an all-gather (cost coefficients 2(p-1)/p = 2 (p-1)/p),
+    # so a block's activations cost SP what they cost TP. SP sends more by exactly: the all-gather before the
+    # head and the one of the embeddings' output gradient (the whole activation each), and one all-reduce a
+    # block of the norms' gradients (4 * hidden float64 values).
+    L, h = CONFIG.layers, CONFIG.hidden
+    for tp in (2, 4):
+        ar, rs, ag = (dl.cost_coefficients(c, tp)[1] for c in ("allreduce", "reduce_scatter", "allgather"))
+        assert math.isclose(ar, rs + ag)
+        activations = GLOBAL_BATCH * CONFIG.seq * h * 8
+        tp_sent = [b / STEPS for b in runs[1, tp, 0].comm_bytes]
+        sp_sent = [b / STEPS for b in runs[1, tp, 0, "sp"].comm_bytes]
+        assert tp_sent == [4 * L * ar * activations] * tp
+        assert sp_sent == [4 * L * (rs + ag) * activations + 2 * ag * activations + L * ar * 4 * h * 8] * tp
+
+
+# ---------------------------------------------------------------------------
 # The command line: bad flags, a rank killed mid-run
 # ---------------------------------------------------------------------------
 
@@ -255,7 +337,19 @@ BAD = [
     (["--tp", "2", "--nodes", "3"], "--dp times --tp times --pp must be a positive multiple of --nodes (3), got 2"),
     (["--tp", "2", "--nodes", "2", "--link-gbit", "500"], "--link-gbit must be between 0.01 and 100"),
     (["--tp", "2", "--nodes", "0"], "--nodes must be"),
+    (["--sp"], "--sp needs --tp above 1 (it cuts the sequence over the tensor-parallel ranks): one of 2, 4; got 1"),
+    (["--sp", "--tp", "2", "--pp", "2"], "--sp with pipeline stages (--pp 2, --microbatches 2) is not built"),
+    (["--sp", "--tp", "2", "--microbatches", "2"], "--sp with pipeline stages (--pp 1, --microbatches 2)"),
 ]
+
+
+def test_sp_needs_tp_to_divide_the_sequence():
+    from distlib.train.launch import layout_problem
+
+    flags = dict(dp=1, pp=1, zero=0, steps=1, seed=0, engine="mpi", timeout=60.0, sp=True, max_ranks=8)
+    assert layout_problem(tp=4, config=Config(seq=6), **flags) == (
+        "--sp needs --tp to divide the sequence of 6 tokens: one of 2; got 4")
+    assert layout_problem(tp=2, config=Config(seq=6), **flags) is None
 
 
 @pytest.mark.parametrize("argv, text", BAD)
