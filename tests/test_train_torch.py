@@ -1,11 +1,12 @@
 """The trainer on torch.distributed (gloo), its torch twin, and the book's layouts beside FSDP2 and DTensor.
 
 Every torch launch imports torch in each rank (seconds on 2 cores), so the
-launches are few and shared by module fixtures: three layouts through
-``train(engine="gloo")`` (one of them through the command line), one launch
-per peer check, whose first half is the book's ZeRO-3 on 2 gloo ranks (or
-its tensor parallelism on 2) run by the very ``train_rank`` the gloo
-engine runs, and the same five layouts on MPI for their bytes. Each is
+launches are few and shared by module fixtures: four layouts through
+``train(engine="gloo")`` (one of them through the command line, one with
+``sp``), one launch per peer check, whose first half is the book's ZeRO-3 on
+2 gloo ranks (or its tensor parallelism on 2, with or without sequence
+parallelism) run by the very ``train_rank`` the gloo engine runs, and the
+same six layouts on MPI for their bytes. Each is
 bounded by a timeout and leaves no process behind.
 """
 
@@ -33,8 +34,9 @@ STEPS = 3
 SEED = 7
 L = Config().layers
 
-#: (dp, tp, zero): DDP on 2, ZeRO-3 on 2 and on 3 (uneven chunks), tensor parallelism on 2, both on 4.
-LAYOUTS = [(2, 1, 0), (2, 1, 3), (3, 1, 3), (1, 2, 0), (2, 2, 0)]
+#: (dp, tp, zero[, "sp"]): DDP on 2, ZeRO-3 on 2 and on 3 (uneven chunks), tensor parallelism on 2, both on 4,
+#: and sequence parallelism (--sp) on 2.
+LAYOUTS = [(2, 1, 0), (2, 1, 3), (3, 1, 3), (1, 2, 0), (2, 2, 0), (1, 2, 0, "sp")]
 CLI_LAYOUT = (2, 2, 0)  # on gloo through python -m distlib.train --json
 IN_PEERS = {(2, 1, 3): "fsdp", (1, 2, 0): "tp"}  # on gloo as the first half of a peer check's launch
 
@@ -72,7 +74,7 @@ def _cli(dp: int, tp: int, zero: int) -> TrainResult:
 
 @pytest.fixture(scope="module")
 def runs():
-    """``{(engine, dp, tp, zero): TrainResult}``: every layout on gloo, and on MPI where MPI is installed."""
+    """``{(engine, dp, tp, zero[, "sp"]): TrainResult}``: every layout on gloo, and on MPI where MPI is installed."""
     from distlib.train.launch import train
 
     out = {}
@@ -84,8 +86,9 @@ def runs():
             if (engine, *layout) == ("gloo", *CLI_LAYOUT):
                 out[engine, *layout] = _cli(*layout)
                 continue
-            dp, tp, zero = layout
-            result = train(dp=dp, tp=tp, zero=zero, steps=STEPS, seed=SEED, engine=engine, timeout=120)
+            dp, tp, zero = layout[:3]
+            result = train(dp=dp, tp=tp, zero=zero, steps=STEPS, seed=SEED, engine=engine, timeout=120,
+                           sp="sp" in layout)  # fmt: skip
             assert stray_processes(result.run_id) == []
             out[engine, *layout] = result
     return out
@@ -129,7 +132,8 @@ def peers():
     from distlib.train.peers import fsdp_beside_zero3, tp_beside_megatron
 
     out = {"fsdp": fsdp_beside_zero3(ranks=2, steps=STEPS, seed=SEED, timeout=150),
-           "tp": tp_beside_megatron(ranks=2, steps=STEPS, seed=SEED, timeout=150)}  # fmt: skip
+           "tp": tp_beside_megatron(ranks=2, steps=STEPS, seed=SEED, timeout=150),
+           "sp": tp_beside_megatron(ranks=2, steps=STEPS, seed=SEED, timeout=150, sequence_parallel=True)}  # fmt: skip
     for comparison in out.values():
         assert stray_processes(comparison.run_id) == []
     return out
@@ -167,6 +171,28 @@ def test_dtensor_tensor_parallelism_trains_as_the_books_with_more_all_reduces(pe
         assert peer == {"all_reduce": 2 * L + 4 * L}
 
 
+@pytest.mark.engines
+@pytest.mark.slow
+def test_dtensor_sequence_parallelism_trains_as_the_books_with_the_same_gathers_and_scatters(peers, runs, reference):
+    c = peers["sp"]
+    assert c.book == "Megatron TP + SP"
+    assert max(_rel(a, b) for a, b in zip(c.book_losses, reference[0])) < 1e-9
+    assert c.max_loss_difference < 1e-12 and len(c.peer_losses) == STEPS  # 2.2e-16 measured (torch 2.13)
+    mpi = runs.get(("mpi", 1, 2, 0, "sp"))
+    assert mpi is None or (c.book_comm_bytes == mpi.comm_bytes and c.book_losses == mpi.losses)
+    for book, peer, forward in zip(c.book_counts, c.peer_counts, c.peer_forward_counts):
+        # Forward, both: an all-gather before each column-parallel region (q, k, v share one; mlp_in) and a
+        # reduce-scatter after each row-parallel layer (o, mlp_out), 2 + 2 a block, and one all-gather before
+        # the final norm; no all-reduce.
+        assert forward == {"all_gather_into_tensor": 2 * L + 1, "reduce_scatter_tensor": 2 * L}
+        # Backward, both: the same, swapped, and the all-gather of the embeddings' output gradient. The book
+        # then sums the four norm tensors' gradients (each rank saw its positions) in one all-reduce a block.
+        assert book == {"allgather": 4 * L + 2, "reduce_scatter": 4 * L, "allreduce": L}
+        # DTensor leaves those gradients Partial after the backward, and Adam's step reduces each again at
+        # every use of it (three: the first moment, the square of the second): 4 tensors x 3 all-reduces.
+        assert peer == {"all_gather_into_tensor": 4 * L + 2, "reduce_scatter_tensor": 4 * L, "all_reduce": 12 * L}
+
+
 def test_the_peer_checks_refuse_bad_arguments_before_starting():
     from distlib.train.peers import fsdp_beside_zero3, tp_beside_megatron
 
@@ -178,6 +204,8 @@ def test_the_peer_checks_refuse_bad_arguments_before_starting():
         fsdp_beside_zero3(steps=0)
     with pytest.raises(ValueError, match="timeout must be"):
         tp_beside_megatron(timeout=0)
+    with pytest.raises(ValueError, match="sequence_parallel must be True or False"):
+        tp_beside_megatron(sequence_parallel="yes")
 
 
 def test_gloo_without_torch_is_one_line_naming_the_flag_and_starts_nothing(monkeypatch, capsys):

@@ -13,7 +13,14 @@ PyTorch's on the same ranks, from the same seed and the same batches:
     The book's Megatron tensor parallelism (:mod:`distlib.train.model`'s
     ``"col"`` and ``"row"`` splits) beside DTensor's ``parallelize_module``
     on every block: ``q``, ``k``, ``v`` and ``mlp_in`` ``ColwiseParallel``,
-    ``o`` and ``mlp_out`` ``RowwiseParallel``.
+    ``o`` and ``mlp_out`` ``RowwiseParallel``. With ``sequence_parallel=True``
+    the book's sequence parallelism (``--sp``) beside DTensor's, as torch's
+    tensor-parallel docs lay it out: ``SequenceParallel`` on the norms ``ln1``
+    and ``ln2``, the row-parallel layers' outputs ``Shard(1)`` (a
+    reduce-scatter along the sequence), and the whole sequence brought back
+    before the column-parallel layers; ``PrepareModuleInput`` cuts the
+    sequence on the way into the first block and gathers it on the way into
+    the final norm, where the book does (:mod:`distlib.train.model`).
 
 Each returns a :class:`PeerComparison`: both runs' losses per step, and
 both runs' collectives per step. The book's are counted where its
@@ -68,7 +75,7 @@ class PeerComparison:
     peer: str
     """PyTorch's tool: ``"FSDP2 fully_shard"`` or ``"DTensor parallelize_module"``."""
     book: str
-    """The book's layout: ``"ZeRO-3"`` or ``"Megatron TP"``."""
+    """The book's layout: ``"ZeRO-3"``, ``"Megatron TP"`` or ``"Megatron TP + SP"`` (sequence parallelism)."""
     ranks: int
     steps: int
     seed: int
@@ -96,14 +103,14 @@ class PeerComparison:
 # ----------------------------------------------------------------------------
 
 
-def _book_run(comm, *, dp: int, tp: int, zero: int, steps: int, seed: int) -> tuple:
+def _book_run(comm, *, dp: int, tp: int, zero: int, steps: int, seed: int, sp: bool = False) -> tuple:
     """The book's layout on ``comm``: ``(losses, collectives of each step by kind, every rank's bytes sent)``."""
     from ..engines.comm import CountingComm
     from .worker import train_rank
 
     counted = CountingComm(comm)  # train_rank counts into its own counter, which tells this one too
     totals = []
-    report = train_rank(counted, dp=dp, tp=tp, zero=zero, steps=steps, seed=seed,
+    report = train_rank(counted, dp=dp, tp=tp, zero=zero, steps=steps, seed=seed, sp=sp,
                         say=lambda _line: totals.append(dict(counted.collectives)))  # fmt: skip
     per_step, before = [], {}
     for now in totals:  # after each step: the running totals, so each step's own counts are the differences
@@ -177,6 +184,7 @@ def _rank_flags(argv) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="distlib.train.peers")
     parser.add_argument("--steps", type=int, required=True)
     parser.add_argument("--seed", type=int, required=True)
+    parser.add_argument("--sp", type=int, default=0)
     return parser.parse_args(sys.argv[1:] if argv is None else argv)
 
 
@@ -208,16 +216,50 @@ def tp_main(argv=None) -> None:
     from ..engines.torch_numpy import numpy_world
 
     ns, comm = _rank_flags(argv), numpy_world()
+    sp = bool(ns.sp)
     book_losses, book_counts, book_bytes = _book_run(comm, dp=1, tp=comm.size, zero=0, steps=ns.steps,
-                                                     seed=ns.seed)  # fmt: skip
+                                                     seed=ns.seed, sp=sp)  # fmt: skip
     model, mesh = _twin(ns.seed), init_device_mesh("cpu", (comm.size,))
-    plan = {"q": ColwiseParallel(), "k": ColwiseParallel(), "v": ColwiseParallel(), "o": RowwiseParallel(),
-            "mlp_in": ColwiseParallel(), "mlp_out": RowwiseParallel()}  # fmt: skip
-    for block in model.blocks:
-        parallelize_module(block, mesh, plan)
+    if sp:
+        _sequence_parallel(model, mesh)
+    else:
+        plan = {"q": ColwiseParallel(), "k": ColwiseParallel(), "v": ColwiseParallel(), "o": RowwiseParallel(),
+                "mlp_in": ColwiseParallel(), "mlp_out": RowwiseParallel()}  # fmt: skip
+        for block in model.blocks:
+            parallelize_module(block, mesh, plan)
     peer_losses, peer_counts, forwards = _peer_run(comm, model, steps=ns.steps, seed=ns.seed, dp=1)
-    emit(PeerComparison("DTensor parallelize_module", "Megatron TP", comm.size, ns.steps, ns.seed, book_losses,
-                        peer_losses, book_counts, peer_counts, forwards, book_bytes))  # fmt: skip
+    emit(PeerComparison("DTensor parallelize_module", "Megatron TP + SP" if sp else "Megatron TP", comm.size,
+                        ns.steps, ns.seed, book_losses, peer_losses, book_counts, peer_counts, forwards,
+                        book_bytes))  # fmt: skip
+
+
+def _sequence_parallel(model, mesh) -> None:
+    """DTensor's sequence parallelism on the twin, cut and gathered where the book's ``--sp`` cuts and gathers.
+
+    The twin's block has no attention or MLP submodule to put torch docs' ``PrepareModuleInput`` on, so
+    the whole sequence is made on each norm's way out instead (``PrepareModuleOutput``, ``Shard(1)`` to
+    ``Replicate()``, kept a DTensor so that ``q``, ``k`` and ``v`` share one all-gather, and its backward
+    is one reduce-scatter of their summed input gradients).
+    """
+    from torch.distributed.tensor import Replicate, Shard
+    from torch.distributed.tensor.parallel import (ColwiseParallel, PrepareModuleInput, PrepareModuleOutput,
+                                                   RowwiseParallel, SequenceParallel, parallelize_module)
+
+    whole = dict(output_layouts=Shard(1), desired_output_layouts=Replicate(), use_local_output=False)
+    for block in model.blocks:
+        parallelize_module(block, mesh, {"ln1": SequenceParallel(), "ln2": SequenceParallel(),
+                                         "q": ColwiseParallel(), "k": ColwiseParallel(), "v": ColwiseParallel(),
+                                         "o": RowwiseParallel(output_layouts=Shard(1)), "mlp_in": ColwiseParallel(),
+                                         "mlp_out": RowwiseParallel(output_layouts=Shard(1))})  # fmt: skip
+        parallelize_module(block, mesh, {"ln1": PrepareModuleOutput(**whole), "ln2": PrepareModuleOutput(**whole)})
+    parallelize_module(model, mesh, {
+        # After the embeddings (whole on every rank): this rank's positions; backward, an all-gather.
+        "blocks.0": PrepareModuleInput(input_layouts=(Replicate(),), desired_input_layouts=(Shard(1),),
+                                       use_local_output=True),
+        # Before the final norm and the output projection (replicated): the whole sequence; backward, a split.
+        "lnf": PrepareModuleInput(input_layouts=(Shard(1),), desired_input_layouts=(Replicate(),),
+                                  use_local_output=True),
+    })  # fmt: skip
 
 
 # ----------------------------------------------------------------------------
@@ -225,14 +267,14 @@ def tp_main(argv=None) -> None:
 # ----------------------------------------------------------------------------
 
 
-def _launch(main: str, ranks: int, steps: int, seed: int, timeout: float) -> PeerComparison:
+def _launch(main: str, ranks: int, steps: int, seed: int, timeout: float, sp: bool = False) -> PeerComparison:
     from ..engines.launch import run_torch
     from ..engines.report import read
     from ..engines.torch_dist import import_torch
 
     import_torch()  # "pip install torch" here, once, before any rank starts
-    result = run_torch(f"distlib.train.peers:{main}", ranks, args=["--steps", str(steps), "--seed", str(seed)],
-                       timeout=timeout)  # fmt: skip
+    args = ["--steps", str(steps), "--seed", str(seed), "--sp", str(int(sp))]
+    result = run_torch(f"distlib.train.peers:{main}", ranks, args=args, timeout=timeout)
     return dataclasses.replace(read(result, PeerComparison), run_id=result.run_id)
 
 
@@ -288,7 +330,8 @@ def fsdp_beside_zero3(ranks: int = 2, steps: int = 3, seed: int = 0, *, timeout:
     return _launch("fsdp_main", ranks, *_check_run(steps, seed, timeout))
 
 
-def tp_beside_megatron(ranks: int = 2, steps: int = 3, seed: int = 0, *, timeout: float = 120.0) -> PeerComparison:
+def tp_beside_megatron(ranks: int = 2, steps: int = 3, seed: int = 0, *, timeout: float = 120.0,
+                       sequence_parallel: bool = False) -> PeerComparison:  # fmt: skip
     """The book's tensor parallelism and DTensor's ``parallelize_module`` on the same ``ranks`` gloo ranks.
 
     Parameters
@@ -299,12 +342,16 @@ def tp_beside_megatron(ranks: int = 2, steps: int = 3, seed: int = 0, *, timeout
         Training steps; the seed of the parameters and of the data.
     timeout : float
         Seconds before the launch is stopped.
+    sequence_parallel : bool
+        The book's ``--sp`` beside DTensor's ``SequenceParallel`` (module docstring).
 
     Returns
     -------
     PeerComparison
         ``book_counts``: ``allreduce`` of the activations (forward) and their gradients (backward);
-        ``peer_counts``: ``all_reduce``.
+        ``peer_counts``: ``all_reduce``; with ``sequence_parallel``, ``allgather`` and ``reduce_scatter``
+        (``all_gather_into_tensor``, ``reduce_scatter_tensor``) of the activations in their place, and
+        ``allreduce`` of the norms' gradients.
 
     Raises
     ------
@@ -323,4 +370,8 @@ def tp_beside_megatron(ranks: int = 2, steps: int = 3, seed: int = 0, *, timeout
     config = Config()
     choices = [t for t in range(2, config.heads + 1) if config.heads % t == 0 and config.ffn % t == 0]
     ranks = _ranks_of(ranks, choices, f"divide the {config.heads} heads and the MLP's {config.ffn} columns")
-    return _launch("tp_main", ranks, *_check_run(steps, seed, timeout))
+    if not isinstance(sequence_parallel, bool):
+        raise ValueError(f"sequence_parallel must be True or False, got {sequence_parallel!r}")
+    if sequence_parallel and config.seq % ranks:
+        raise ValueError(f"ranks must divide the sequence of {config.seq} tokens with sequence_parallel, got {ranks}")
+    return _launch("tp_main", ranks, *_check_run(steps, seed, timeout), sp=sequence_parallel)
