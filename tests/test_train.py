@@ -338,8 +338,7 @@ BAD = [
     (["--tp", "2", "--nodes", "2", "--link-gbit", "500"], "--link-gbit must be between 0.01 and 100"),
     (["--tp", "2", "--nodes", "0"], "--nodes must be"),
     (["--sp"], "--sp needs --tp above 1 (it cuts the sequence over the tensor-parallel ranks): one of 2, 4; got 1"),
-    (["--sp", "--tp", "2", "--pp", "2"], "--sp with pipeline stages (--pp 2, --microbatches 2) is not built"),
-    (["--sp", "--tp", "2", "--microbatches", "2"], "--sp with pipeline stages (--pp 1, --microbatches 2)"),
+    (["--sp", "--tp", "3"], "--tp must divide heads (4), hidden (32) and ffn (128): one of 1, 2, 4; got 3"),
 ]
 
 

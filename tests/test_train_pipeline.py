@@ -89,22 +89,24 @@ def test_stages_on_threads_match_the_reference_and_refuse_what_they_cannot_run()
 LAYOUTS = [(1, 1, 2, "gpipe", 1, 4, 0), (1, 1, 2, "1f1b", 1, 4, 0), (1, 1, 2, "interleaved", 2, 4, 0),
            (1, 1, 4, "gpipe", 1, 4, 0), (1, 1, 4, "1f1b", 1, 4, 0), (1, 1, 4, "interleaved", 2, 4, 0),
            (2, 1, 2, "1f1b", 1, 2, 1), (1, 2, 2, "1f1b", 1, 4, 0)]  # fmt: skip
+SP_LAYOUT = (1, 2, 2, "1f1b", 1, 4, 0, "sp")  # the TP 2 x PP 2 layout again, with sequence parallelism (--sp)
 CLI_LAYOUT = (2, 1, 2, "interleaved", 2, 2, 0)  # DP2 x PP2 through the command line, --json
 
 
 @pytest.fixture(scope="module")
 def runs():
-    """``{layout: PipelineResult}`` of every layout in :data:`LAYOUTS`; the CLI's JSON body for :data:`CLI_LAYOUT`."""
+    """``{layout: PipelineResult}`` of every layout in :data:`LAYOUTS` and :data:`SP_LAYOUT`; the CLI's JSON body
+    for :data:`CLI_LAYOUT`."""
     from distlib.engines import stray_processes
     from distlib.train.launch import train
 
     if not have_mpi():
         pytest.skip(NO_MPI)
     out = {}
-    for layout in LAYOUTS:
-        dp, tp, pp, schedule, chunks, m, zero = layout
+    for layout in [*LAYOUTS, SP_LAYOUT]:
+        dp, tp, pp, schedule, chunks, m, zero = layout[:7]
         result = train(dp=dp, tp=tp, pp=pp, zero=zero, steps=STEPS, seed=SEED, timeout=60, schedule=schedule,
-                       chunks=chunks, microbatches=m)  # fmt: skip
+                       chunks=chunks, microbatches=m, sp="sp" in layout)  # fmt: skip
         assert stray_processes(result.run_id) == []
         out[layout] = result
     dp, tp, pp, schedule, chunks, m, zero = CLI_LAYOUT
@@ -131,7 +133,7 @@ def _losses_and_checksum(result):
 @needs_mpi
 def test_every_pipeline_reproduces_one_process_accumulating_the_same_microbatches(runs):
     for layout, result in runs.items():
-        dp, tp, pp, schedule, chunks, m, zero = layout
+        dp, tp, pp, schedule, chunks, m, zero = layout[:7]
         ref_losses, ref_checksum = accumulate_run(microbatches=dp * m, steps=STEPS, seed=SEED)
         losses, checksum = _losses_and_checksum(result)
         worst = max(_rel(a, b) for a, b in zip(losses, ref_losses))
@@ -189,6 +191,24 @@ def test_the_bytes_sent_are_the_activations_and_their_gradients(runs):
         for report in runs[layout].ranks:
             want = STEPS * _activation_bytes(layout, report.pp_rank)
             assert want <= report.comm_bytes <= want + STEPS * 2 * 8, (layout, report.rank)
+
+
+@pytest.mark.engines
+@pytest.mark.slow
+@needs_mpi
+def test_sequence_parallel_stages_send_their_positions_only(runs):
+    # With --sp a stage sends its TP rank's seq / tp positions of each microbatch to the next stage (1 / tp of
+    # the activation), its blocks' activations cost what TP's cost (ring: all-reduce = reduce-scatter +
+    # all-gather), and it adds, per microbatch, one all-reduce of the norms' gradients a block and one
+    # all-gather of the whole activation: before the head on the last stage, of the embeddings' output
+    # gradient on the first. So each rank sends exactly this much more than without --sp:
+    dp, tp, pp, _, _, m, _ = SP_LAYOUT[:7]
+    one = (GLOBAL_BATCH // dp // m) * CONFIG.seq * CONFIG.hidden * 8
+    ar, ag = (dl.cost_coefficients(c, tp)[1] for c in ("allreduce", "allgather"))
+    more = m * (CONFIG.layers // pp * ar * 4 * CONFIG.hidden * 8 + ag * one - one + one / tp)
+    plain, sp = runs[SP_LAYOUT[:7]], runs[SP_LAYOUT]
+    for a, b in zip(plain.ranks, sp.ranks):
+        assert b.comm_bytes - a.comm_bytes == STEPS * more, a.rank
 
 
 @pytest.mark.engines

@@ -53,7 +53,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--sp", action="store_true",
                         help="sequence parallelism over the --tp ranks (Megatron-LM's --sequence-parallel): the "
                              "norms and residuals cut along the sequence, all-gathers and reduce-scatters in place "
-                             "of tensor parallelism's all-reduces; --tp above 1, --pp 1")
+                             "of tensor parallelism's all-reduces; --tp above 1")
     parser.add_argument("--zero", type=int, default=0, help="ZeRO stage 0 (DDP), 1, 2 or 3 (default 0)")
     parser.add_argument("--steps", type=int, default=10, help="training steps (default 10)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the parameters and the data (default 0)")
@@ -101,7 +101,7 @@ def _layout_words(flags: dict) -> str:
     sp = " with sequence parallelism" if flags.get("sp") else ""
     words = f"dp {flags['dp']} x tp {flags['tp']}{sp}, zero {flags['zero']}"
     if flags["pp"] > 1 or flags["microbatches"] != 1:
-        words = (f"dp {flags['dp']} x pp {flags['pp']} x tp {flags['tp']}, zero {flags['zero']}, "
+        words = (f"dp {flags['dp']} x pp {flags['pp']} x tp {flags['tp']}{sp}, zero {flags['zero']}, "
                  f"{flags['schedule']}, {flags['microbatches']} microbatches")  # fmt: skip
         words += f", {flags['chunks']} chunks" if flags["schedule"] == "interleaved" else ""
     return words

@@ -92,7 +92,7 @@ def layout_problem(*, dp, tp, pp, zero, steps, seed, engine, timeout, schedule="
     if GLOBAL_BATCH % dp:
         return (f"--dp must divide the global batch of {GLOBAL_BATCH} sequences: one of "
                 f"{', '.join(map(str, _divisors(GLOBAL_BATCH)))}; got {dp}")
-    problem = _sp_problem(sp=sp, tp=tp, pp=pp, microbatches=microbatches, config=config)
+    problem = _sp_problem(sp=sp, tp=tp, config=config)
     if problem:
         return problem
     problem = _pipeline_problem(pp=pp, zero=zero, dp=dp, schedule=schedule, chunks=chunks,
@@ -100,13 +100,12 @@ def layout_problem(*, dp, tp, pp, zero, steps, seed, engine, timeout, schedule="
     return problem or _placement_problem(dp * tp * pp, ranks=ranks, nodes=nodes, link_gbit=link_gbit, engine=engine)
 
 
-def _sp_problem(*, sp, tp, pp, microbatches, config) -> str | None:
-    """``--sp``: a tensor-parallel group above one rank whose size divides the sequence; no pipeline stages.
+def _sp_problem(*, sp, tp, config) -> str | None:
+    """``--sp``: a tensor-parallel group above one rank whose size divides the sequence.
 
     ``--sp`` with ``--tp 1`` is refused, not ignored (Megatron-LM turns it off with a warning): there is no
     group to cut the sequence over, and a run that said ``sp`` in its starting line while doing nothing of
-    it would mislead. Pipelines are refused too: their stages exchange whole ``(batch, seq, hidden)``
-    activations (:mod:`distlib.train.pipeline`), not yet this rank's positions.
+    it would mislead. Pipeline stages run it too (:mod:`distlib.train.pipeline`).
     """
     if not isinstance(sp, bool):
         return f"--sp must be given or not (True or False), got {sp!r}"
@@ -119,9 +118,6 @@ def _sp_problem(*, sp, tp, pp, microbatches, config) -> str | None:
     if config.seq % tp:
         return (f"--sp needs --tp to divide the sequence of {config.seq} tokens: one of "
                 f"{', '.join(map(str, choices))}; got {tp}")  # fmt: skip
-    if is_pipeline(pp=pp, microbatches=microbatches):
-        return (f"--sp with pipeline stages (--pp {pp}, --microbatches {microbatches}) is not built; "
-                "use --sp with --pp 1 --microbatches 1")  # fmt: skip
     return None
 
 
@@ -215,11 +211,14 @@ def train(*, dp: int = 1, tp: int = 1, pp: int = 1, zero: int = 0, steps: int = 
         group stays inside a node whenever ``tp`` divides the ranks per node, as on a real cluster; with
         ``tp`` equal to the ranks per node times ``nodes`` it spans the nodes. The result's ``nodes``,
         ``link_gbit`` and ``link_bytes`` say where it ran and what crossed the links.
+    sp : bool
+        Sequence parallelism (Megatron-LM's ``--sequence-parallel``) over the tensor-parallel ranks: ``tp``
+        above 1 dividing the sequence (:mod:`distlib.train.model`), in pipeline stages too.
 
     Raises
     ------
     ValueError
-        A flag out of range, or naming a part not built yet (``pp > 1``), before any process starts.
+        A flag out of range, or naming a part not built yet, before any process starts.
     distlib.engines.RunError
         A rank failed, stalled or the run timed out (the message names the rank).
     """
@@ -248,7 +247,8 @@ def _train_here(*, dp, tp, pp, zero, steps, seed, engine, timeout, schedule, chu
         from .pipeline_launch import train_pipeline
 
         return train_pipeline(dp=dp, tp=tp, pp=pp, zero=zero, steps=steps, seed=seed, timeout=timeout,
-                              schedule=schedule, chunks=chunks, microbatches=microbatches, cluster=cluster)  # fmt: skip
+                              schedule=schedule, chunks=chunks, microbatches=microbatches, cluster=cluster,
+                              sp=sp)  # fmt: skip
     from ..engines.report import read_all
 
     args = ["--dp", dp, "--tp", tp, "--zero", zero, "--steps", steps, "--seed", seed, "--sp", int(sp)]

@@ -26,6 +26,13 @@ holding the same stage and tensor-parallel part) all-reduces it, DDP, or
 reduce-scatters it, ZeRO-1, and takes the Adam step. ZeRO-2 and 3 are
 refused with pipelines, as Megatron-LM refuses them: they would shard the
 gradient that the microbatches are still adding into.
+
+With sequence parallelism (``--sp``) the stages run the same model code
+with a :class:`~distlib.train.model.SequenceParallel` over each stage's
+tensor-parallel group: a stage's output is then this rank's positions
+only, so tensor-parallel rank ``t`` of one stage sends ``seq / tp``
+positions of each microbatch to rank ``t`` of the next (as Megatron-LM's
+stages do with sequence parallelism), ``1 / tp`` of the whole activation.
 """
 
 from __future__ import annotations
@@ -44,7 +51,7 @@ from .adam import Adam
 from .data import GLOBAL_BATCH, global_batch, local_batch
 from .layout import Ledger, make_layout
 from .microbatches import mean_loss, scale_accumulated, split_microbatches
-from .model import Config, backward_unit, forward_unit, init_units, shard_unit, unit_specs
+from .model import Config, SequenceParallel, backward_unit, forward_unit, init_units, shard_unit, unit_specs
 from .pipeline_results import StageReport
 from .stages import message_tag, pipeline_problem, stage_ops, stage_units
 from .worker import _checksum_part
@@ -96,11 +103,16 @@ class Stage:
     reduce : callable or None
         The tensor-parallel sum, as :func:`~distlib.train.model.forward_unit` takes it.
     ledger : Ledger
+    sp : SequenceParallel, optional
+        Sequence parallelism over the stage's tensor-parallel group (instead of ``reduce``): the activations
+        the stages exchange are this rank's positions.
     """
 
-    def __init__(self, *, config, stage, pp, chunks, microbatches, layout, chunk_units, pp_comm, reduce, ledger):
+    def __init__(self, *, config, stage, pp, chunks, microbatches, layout, chunk_units, pp_comm, reduce, ledger,
+                 sp=None):  # fmt: skip
         self.config, self.stage, self.pp, self.chunks, self.m = config, stage, pp, chunks, microbatches
-        self.layout, self.comm, self.reduce = layout, pp_comm, reduce
+        self.layout, self.comm, self.reduce, self.sp = layout, pp_comm, reduce, sp
+        self.positions = config.seq if sp is None else config.seq // sp.size  # of each sequence, sent between stages
         self.last_unit = config.layers + 1
         self.local, start = [], 0  # per chunk: (local index, model unit index) of its units
         for units in chunk_units:
@@ -126,12 +138,12 @@ class Stage:
     def forward(self, mb, chunk, tokens, targets, caches, losses, clock, pending) -> None:
         """Microbatch ``mb`` through chunk ``chunk``: receive its input (but on chunk 0 of stage 0), run, send on."""
         c, u0 = self.config, self._virtual(chunk)
-        x = tokens if u0 == 0 else self._receive("F", mb, chunk, (len(tokens), c.seq, c.hidden), clock)
+        x = tokens if u0 == 0 else self._receive("F", mb, chunk, (len(tokens), self.positions, c.hidden), clock)
         start, caches[mb, chunk] = time.perf_counter(), []
         for k, unit in self.local[chunk]:
             head = unit == self.last_unit
             x, cache = forward_unit(self.layout.specs[k], self.layout.params(k), x, config=c,
-                                    targets=targets if head else None, reduce=self.reduce)  # fmt: skip
+                                    targets=targets if head else None, reduce=self.reduce, sp=self.sp)  # fmt: skip
             self.layout.release(k)
             caches[mb, chunk].append(cache)
         clock.forward += time.perf_counter() - start
@@ -144,12 +156,12 @@ class Stage:
         """The backward of ``mb`` through ``chunk``: receive the output's gradient (but at the head), run, send back."""
         c = self.config
         last = self.local[chunk][-1][1] == self.last_unit
-        dy = None if last else self._receive("B", mb, chunk, (rows, c.seq, c.hidden), clock)
+        dy = None if last else self._receive("B", mb, chunk, (rows, self.positions, c.hidden), clock)
         start = time.perf_counter()
         for (k, _), cache in zip(reversed(self.local[chunk]), reversed(caches.pop((mb, chunk)))):
             grad = self.scratch[: self.layout.sizes[k]]
             dy = backward_unit(self.layout.specs[k], self.layout.params(k), dy, cache, grad, config=c,
-                               reduce=self.reduce)  # fmt: skip
+                               reduce=self.reduce, sp=self.sp)  # fmt: skip
             self.layout.grad_buffer(k)[...] += grad
             self.layout.grad_done(k)
         clock.backward += time.perf_counter() - start
@@ -177,7 +189,7 @@ class Stage:
         return (losses if losses[0] is not None else None), clock, ran
 
 
-def _check_flags(comm, *, dp, tp, pp, zero, steps, seed, schedule, chunks, microbatches, config) -> None:
+def _check_flags(comm, *, dp, tp, pp, zero, steps, seed, schedule, chunks, microbatches, config, sp=False) -> None:
     for name, value in (("dp", dp), ("tp", tp), ("pp", pp), ("steps", steps)):
         check_int(name, value, minimum=1)
     check_int("seed", seed, minimum=0)
@@ -189,13 +201,15 @@ def _check_flags(comm, *, dp, tp, pp, zero, steps, seed, schedule, chunks, micro
         raise ValueError(f"dp must divide the global batch of {GLOBAL_BATCH} sequences, got {dp}")
     if comm.size != dp * tp * pp:
         raise ValueError(f"dp * tp * pp must be the number of ranks of comm ({comm.size}), got {dp} * {tp} * {pp}")
+    if sp and (tp == 1 or config.seq % tp):
+        raise ValueError(f"sp needs tp above 1 dividing the sequence ({config.seq}), got tp {tp}")
     problem = pipeline_problem(layers=config.layers, pp=pp, schedule=schedule, chunks=chunks,
                                microbatches=microbatches, batch=GLOBAL_BATCH // dp)  # fmt: skip
     if problem:
         raise ValueError(problem.lstrip("-"))
 
 
-def _build(comm, *, dp, tp, pp, zero, seed, schedule, chunks, microbatches, config, adam):
+def _build(comm, *, dp, tp, pp, zero, seed, schedule, chunks, microbatches, config, adam, sp=False):
     counted = CountingComm(comm)
     dp_rank, pp_rank, tp_rank, dp_group, pp_group, tp_group = pipeline_groups(comm.rank, dp, pp, tp)
     dp_comm, pp_comm, tp_comm = (SubComm(counted, g) for g in (dp_group, pp_group, tp_group))
@@ -206,9 +220,10 @@ def _build(comm, *, dp, tp, pp, zero, seed, schedule, chunks, microbatches, conf
     units = [shard_unit(full[u], every[u], tp_rank, tp) for u in mine]
     ledger = Ledger()
     layout = make_layout(zero, [specs[u] for u in mine], units, dp_comm, adam=adam, ledger=ledger)
-    reduce = (lambda buf: allreduce(tp_comm, buf)) if tp > 1 else None
+    reduce = (lambda buf: allreduce(tp_comm, buf)) if tp > 1 and not sp else None
     stage = Stage(config=config, stage=pp_rank, pp=pp, chunks=chunks, microbatches=microbatches, layout=layout,
-                  chunk_units=chunk_list, pp_comm=pp_comm, reduce=reduce, ledger=ledger)  # fmt: skip
+                  chunk_units=chunk_list, pp_comm=pp_comm, reduce=reduce, ledger=ledger,
+                  sp=SequenceParallel(tp_comm) if sp else None)  # fmt: skip
     ops = stage_ops(schedule, pp, microbatches, pp_rank, chunks=chunks)
     return counted, (dp_rank, pp_rank, tp_rank), (dp_comm, pp_comm), stage, ops, ledger
 
@@ -224,8 +239,8 @@ def _flush(stage: Stage, mb_losses, step: int, pp_comm, dp_comm) -> float:
 
 
 def train_stage_rank(comm, *, dp: int, tp: int, pp: int, zero: int, steps: int, seed: int, schedule: str = "1f1b",
-                     chunks: int = 1, microbatches: int = 1, config: Config = Config(), adam: Adam = Adam(),
-                     say=None) -> StageReport:  # fmt: skip
+                     chunks: int = 1, microbatches: int = 1, sp: bool = False, config: Config = Config(),
+                     adam: Adam = Adam(), say=None) -> StageReport:  # fmt: skip
     """Train on this rank of ``comm`` (``dp * pp * tp`` ranks) as one pipeline stage; this rank's report.
 
     Every rank of ``comm`` calls it with the same arguments (SPMD).
@@ -242,6 +257,8 @@ def train_stage_rank(comm, *, dp: int, tp: int, pp: int, zero: int, steps: int, 
     schedule : {"gpipe", "1f1b", "interleaved"}
     chunks, microbatches : int
         Model chunks per stage (interleaved only), microbatches per replica and step.
+    sp : bool
+        Sequence parallelism over each stage's tensor-parallel ranks (``tp`` above 1, dividing the sequence).
     config, adam
         The model's sizes and the optimizer.
     say : callable, optional
@@ -270,13 +287,19 @@ def train_stage_rank(comm, *, dp: int, tp: int, pp: int, zero: int, steps: int, 
     True
     >>> reports[0].ops
     ['F0.0', 'F1.0', 'B0.0', 'B1.0']
+
+    With tensor and sequence parallelism inside the stages too:
+
+    >>> run = lambda c: train_stage_rank(c, dp=1, tp=2, pp=2, zero=0, steps=2, seed=0, microbatches=2, sp=True)
+    >>> max(abs(a - b) for a, b in zip(run_threads(run, 4)[0].losses, losses)) < 1e-12
+    True
     """
     schedule = check_choice("schedule", schedule, PIPELINE_SCHEDULES)
     _check_flags(comm, dp=dp, tp=tp, pp=pp, zero=zero, steps=steps, seed=seed, schedule=schedule, chunks=chunks,
-                 microbatches=microbatches, config=config)  # fmt: skip
+                 microbatches=microbatches, config=config, sp=sp)  # fmt: skip
     counted, (dp_rank, pp_rank, tp_rank), (dp_comm, pp_comm), stage, ops, ledger = _build(
         comm, dp=dp, tp=tp, pp=pp, zero=zero, seed=seed, schedule=schedule, chunks=chunks,
-        microbatches=microbatches, config=config, adam=adam)  # fmt: skip
+        microbatches=microbatches, config=config, adam=adam, sp=sp)  # fmt: skip
     times = {name: [] for name in ("step", "busy", "idle", "flush", "forward", "backward")}
     losses, ran_first = [], None
     for step in range(1, steps + 1):
@@ -310,11 +333,13 @@ def main(argv=None) -> None:
     for name in ("dp", "tp", "pp", "zero", "steps", "seed", "chunks", "microbatches"):
         parser.add_argument(f"--{name}", type=int, required=True)
     parser.add_argument("--schedule", required=True)
+    parser.add_argument("--sp", type=int, default=0)
     ns = parser.parse_args(sys.argv[1:] if argv is None else argv)
     comm = world()
     say = (lambda text: print(text, file=sys.stderr, flush=True)) if comm.rank == 0 else None
     emit(train_stage_rank(comm, dp=ns.dp, tp=ns.tp, pp=ns.pp, zero=ns.zero, steps=ns.steps, seed=ns.seed,
-                          schedule=ns.schedule, chunks=ns.chunks, microbatches=ns.microbatches, say=say))  # fmt: skip
+                          schedule=ns.schedule, chunks=ns.chunks, microbatches=ns.microbatches, sp=bool(ns.sp),
+                          say=say))  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -34,12 +34,12 @@ be MPICH's progress rule, not the schedule's bubble.
 
 
 def train_pipeline(*, dp: int, tp: int, pp: int, zero: int, steps: int, seed: int, timeout: float, schedule: str,
-                   chunks: int, microbatches: int, cluster=None) -> PipelineResult:  # fmt: skip
+                   chunks: int, microbatches: int, cluster=None, sp: bool = False) -> PipelineResult:  # fmt: skip
     """Train with ``pp`` pipeline stages (times ``dp`` replicas and ``tp`` tensor-parallel ranks) on MPI ranks.
 
     Parameters
     ----------
-    dp, tp, pp, zero, steps, seed, timeout, schedule, chunks, microbatches
+    dp, tp, pp, zero, steps, seed, timeout, schedule, chunks, microbatches, sp
         As for :func:`distlib.train.launch.train`, which checks them all
         (:func:`~distlib.train.launch.layout_problem`) before calling this.
     cluster : distlib.minicluster.MiniCluster, optional
@@ -63,7 +63,7 @@ def train_pipeline(*, dp: int, tp: int, pp: int, zero: int, steps: int, seed: in
     from ..engines.report import read_all
 
     args = ["--dp", dp, "--tp", tp, "--pp", pp, "--zero", zero, "--steps", steps, "--seed", seed, "--schedule",
-            schedule, "--chunks", chunks, "--microbatches", microbatches]  # fmt: skip
+            schedule, "--chunks", chunks, "--microbatches", microbatches, "--sp", int(sp)]  # fmt: skip
     result = run_mpi("distlib.train.pipeline", dp * pp * tp, args=[str(a) for a in args], timeout=timeout,
                      env=PIPELINE_MPI_ENV, cluster=cluster)  # fmt: skip
     reports = read_all(result, StageReport)
