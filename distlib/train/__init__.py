@@ -2,7 +2,7 @@
 
 ::
 
-    python -m distlib.train --dp D --tp T --pp P --zero Z [--schedule gpipe|1f1b|interleaved] [--chunks V]
+    python -m distlib.train --dp D --tp T --pp P --zero Z [--sp] [--schedule gpipe|1f1b|interleaved] [--chunks V]
         [--microbatches M] --steps K --seed S --engine mpi --json
 
 starts ``D * T * P`` ranks itself (MPI; ``--engine gloo``: torch.distributed
@@ -14,7 +14,10 @@ parameter + gradient + optimizer-state bytes held at peak, bytes sent) and
 reproduces one process (``--dp 1 --tp 1 --zero 0``) to rounding; a
 pipeline reproduces one process accumulating the same microbatches in the
 same order (:func:`~distlib.train.microbatches.accumulate_run`), and also
-reports each stage's idle and busy seconds.
+reports each stage's idle and busy seconds. ``--sp`` adds sequence
+parallelism (Megatron-LM's) to the tensor-parallel ranks, in the plain
+layouts and inside pipeline stages (:mod:`~distlib.train.model` says where
+its all-gathers and reduce-scatters go).
 
 Parts, one concept each:
 
@@ -28,8 +31,8 @@ Parts, one concept each:
 * :mod:`~distlib.train.gloo` -- the same program as a torch.distributed rank (gloo);
 * :mod:`~distlib.train.torch_model` -- the model's twin as a ``torch.nn.Module`` (float64), for
   PyTorch's own tools;
-* :mod:`~distlib.train.peers` -- the book's ZeRO-3 beside FSDP2, its tensor parallelism beside
-  DTensor's, on the same ranks;
+* :mod:`~distlib.train.peers` -- the book's ZeRO-3 beside FSDP2, its tensor (and sequence)
+  parallelism beside DTensor's, on the same ranks;
 * :mod:`~distlib.train.microbatches` -- a batch as microbatches, and one
   process accumulating them (what a pipeline reproduces);
 * :mod:`~distlib.train.stages` -- which units each pipeline stage holds,
