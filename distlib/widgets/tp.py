@@ -1,0 +1,461 @@
+"""Chapter 11's tensor-parallel explorer: T, sequence parallelism, recomputation, and where the T ranks sit.
+
+The picture has two panels, both against the tensor-parallel degree T.
+
+Above, the **activations one layer keeps** for its backward pass on one GPU,
+:func:`distlib.activation_bytes_per_layer` (Korthikanti et al. 2022, Table 2,
+16-bit activations): one colour per recomputation choice, dashed without
+sequence parallelism and solid with it; the chosen curve thick, its value at
+the chosen T marked and written.
+
+Below, **tensor parallelism's communication per layer per micro batch**
+against the layer's **matrix-product compute** on one GPU, both in seconds:
+
+* Communication. Megatron's tensor parallelism (Shoeybi et al. 2019) ends
+  the attention block and the MLP each with an all-reduce of the layer's
+  activations, ``s b h`` 16-bit values (``2 s b h`` bytes), in the forward
+  pass, and does two more of the same size on the gradients in the backward:
+  four per layer per micro batch; full recomputation runs the forward again
+  in the backward, with its two, so six. With sequence parallelism
+  (Korthikanti et al. 2022, section 4.2.2) each all-reduce becomes a
+  reduce-scatter and an all-gather: the same ring steps and the same bytes,
+  so the same time. (Megatron also gathers the layer norm's output again in
+  the backward, overlapped with the weight-gradient product; not counted.)
+  Each collective is timed with chapter 5's alpha-beta model and the ring's
+  coefficients (:func:`distlib.cost_coefficients`): ``2 (T - 1)`` steps of
+  ``alpha`` plus ``2 (T - 1) / T`` of the buffer through one link of
+  bandwidth ``B``, one direction, nothing overlapped. Inside a node ``B`` is
+  the accelerator's scale-up link from the hardware table (the H100's NVLink
+  4, 450 GB/s); across nodes it is one InfiniBand NDR NIC per GPU
+  (:data:`distlib.NDR_NIC_BANDWIDTH`, 50 GB/s), which caps a ring that
+  crosses nodes whatever NVLink does inside them. ``alpha`` per ring step is
+  NCCL's own latency for its ring with the Simple protocol (the one it picks
+  for messages of megabytes), from ``src/graph/tuning.cc``'s ``hwLat`` table
+  as chapter 7's model (:mod:`distlib.gpu_cluster`) carries it: 3.4 us a step
+  over NVLink, 14 us a step over the network (:data:`ALPHA`). At the default
+  layer the buffer is 50 MB and latency is under a fifth of any time shown.
+* Compute. The matrix products of one layer, forward, for ``b`` sequences
+  of ``s`` tokens: the query, key and value projections ``3 x 2 b s h^2``,
+  the output projection ``2 b s h^2``, the MLP's two ``h x 4h`` products
+  ``2 x 8 b s h^2``, and attention's scores ``Q K^T`` and weighted values
+  ``2 x 2 b s^2 h``; in all ``F = 24 b s h^2 + 4 b s^2 h`` FLOP (Narayanan et
+  al. 2021's count, the causal mask not exploited). The backward pass costs
+  two forwards, so a step runs ``3 F``; selective recomputation adds the
+  attention core's ``4 b s^2 h`` again, full recomputation a whole ``F``.
+  Tensor parallelism splits every product ``T`` ways, so one GPU runs
+  ``(3 F + recomputed) / T``, at ``matmul_efficiency`` (default 50 %) of the
+  accelerator's dense BF16 peak from the hardware table. Layer norms,
+  softmax and dropout are memory-bound and left out, which flatters compute.
+
+Compute falls as ``1 / T``; the communication of each GPU grows towards
+``2 x 2 s b h`` bytes per all-reduce whatever T. Over NVLink it stays well
+under the compute; over one NIC per GPU it overtakes it by T = 8 for
+GPT-3's layer: that is why tensor parallelism stays inside a node.
+
+``TensorParallelWidget().result`` is the current :class:`TensorParallelView`.
+"""
+
+from __future__ import annotations
+
+import html
+from dataclasses import dataclass
+
+import ipywidgets as w
+from matplotlib.lines import Line2D
+
+from .._check import check_bool, check_choice, check_int, check_int_choice, check_real
+from ..activations import RECOMPUTE_MODES, activation_bytes_per_layer
+from ..collective_costs import alpha_beta_time, cost_coefficients
+from ..fmt import fmt_bytes, fmt_flops, fmt_rate, fmt_seconds
+from ..hardware import accelerator as _accelerator
+from ..topology_graphs import NDR_NIC_BANDWIDTH
+from ._base import FigureImage, FigureWidget, StaticAxis, accelerator_name, control_layout, label_style
+
+__all__ = ["TensorParallelWidget", "TensorParallelView", "TP_DEGREES", "PLACEMENTS", "ALPHA", "GPT3_LAYER",
+           "GPUS_PER_NODE", "layer_matmul_flops", "tp_collectives_per_layer", "tp_comm_seconds", "tp_view"]
+
+#: Tensor-parallel degrees offered.
+TP_DEGREES = [1, 2, 4, 8, 16]
+#: Where the T ranks sit: inside one node (the accelerator's scale-up link) or across nodes (one NIC per GPU).
+PLACEMENTS = ("nvlink", "nic")
+PLACEMENT_LABELS = {"nvlink": "inside a node (NVLink)", "nic": "across nodes (NIC)"}
+#: Seconds of latency per ring step: NCCL's hwLat for the ring, Simple protocol (src/graph/tuning.cc),
+#: NVLink and network rows, the values chapter 7's distlib.gpu_cluster carries.
+ALPHA = {"nvlink": 3.4e-6, "nic": 14e-6}
+#: GPT-3 175B's layer (Brown et al. 2020, "Language Models are Few-Shot Learners", Table 2.1:
+#: d_model 12288, 96 heads, context 2048), one sequence per micro batch.
+GPT3_LAYER = {"hidden": 12288, "heads": 96, "seq": 2048, "micro_batch": 1}
+#: GPUs in one NVLink node (a DGX/HGX H100): a larger T inside one needs a larger NVLink domain.
+GPUS_PER_NODE = 8
+_BF16 = 2  # bytes per activation value
+RECOMPUTE_LABELS = {"none": "none", "selective": "selective", "full": "full"}
+RECOMPUTE_COLORS = {"none": "#D55E00", "selective": "#0072B2", "full": "#009E73"}
+PLACEMENT_COLORS = {"nvlink": "#0072B2", "nic": "#D55E00"}
+_COMPUTE = "#222222"
+
+
+def layer_matmul_flops(seq, micro_batch, hidden, *, tp=1, recompute="none") -> float:
+    """FLOP of one layer's matrix products for one micro batch on one of ``tp`` GPUs, forward and backward.
+
+    ``F = 24 b s h^2 + 4 b s^2 h`` forward (the module's docstring counts
+    it), three times that for forward and backward, plus what ``recompute``
+    runs again (``"selective"``: ``4 b s^2 h``; ``"full"``: ``F``), over ``tp``.
+
+    >>> f = layer_matmul_flops(2048, 1, 12288, tp=8)
+    >>> round(f / (3 * 24 * 2048 * 12288**2 / 8), 3)   # the h^2 terms, and s / (6 h) more for attention
+    1.028
+    """
+    s = check_int("seq", seq, minimum=1)
+    b = check_int("micro_batch", micro_batch, minimum=1)
+    h = check_int("hidden", hidden, minimum=1)
+    t = check_int("tp", tp, minimum=1)
+    mode = check_choice("recompute", recompute, RECOMPUTE_MODES)
+    attention = 4.0 * b * s * s * h
+    forward = 24.0 * b * s * h * h + attention
+    again = {"none": 0.0, "selective": attention, "full": forward}[mode]
+    return (3 * forward + again) / t
+
+
+def tp_collectives_per_layer(recompute="none") -> int:
+    """All-reduces (or reduce-scatter + all-gather pairs) per layer per micro batch: 4, or 6 with full recomputation."""
+    return 6 if check_choice("recompute", recompute, RECOMPUTE_MODES) == "full" else 4
+
+
+def tp_comm_seconds(seq, micro_batch, hidden, *, tp, sequence_parallel=False, recompute="none", alpha,
+                    bandwidth) -> float:
+    """Seconds of tensor-parallel collectives per layer per micro batch on a ring of ``tp`` ranks (not overlapped).
+
+    ``tp_collectives_per_layer(recompute)`` collectives of ``2 s b h`` bytes:
+    ring all-reduces, or with ``sequence_parallel`` a ring reduce-scatter and
+    a ring all-gather each (the same steps and bytes), timed
+    ``A alpha + B n / bandwidth`` with the ring's ``(A, B)``.
+
+    >>> t = tp_comm_seconds(2048, 1, 12288, tp=8, alpha=0.0, bandwidth=50e9)
+    >>> round(t * 1e3, 3)   # 4 x 2 (7/8) x 50.3 MB / 50 GB/s, in ms
+    7.046
+    """
+    s = check_int("seq", seq, minimum=1)
+    b = check_int("micro_batch", micro_batch, minimum=1)
+    h = check_int("hidden", hidden, minimum=1)
+    t = check_int("tp", tp, minimum=1)
+    n = float(_BF16 * s * b * h)
+    if sequence_parallel:
+        pairs = [cost_coefficients("reduce_scatter", t), cost_coefficients("allgather", t)]
+        steps, factor = sum(a for a, _ in pairs), sum(c for _, c in pairs)
+    else:
+        steps, factor = cost_coefficients("allreduce", t)
+    one = alpha_beta_time(steps, factor, n, alpha=alpha, bandwidth=bandwidth)
+    return tp_collectives_per_layer(recompute) * float(one)
+
+
+@dataclass(frozen=True)
+class TensorParallelView:
+    """What the widget shows for one choice of its controls."""
+
+    tp: int
+    sequence_parallel: bool
+    recompute: str
+    placement: str
+    accelerator: str
+    seq: int
+    micro_batch: int
+    hidden: int
+    heads: int
+    #: activations one layer keeps on one GPU (Korthikanti et al. 2022), bytes
+    activation_bytes: float
+    #: one layer's matrix-product FLOP for one micro batch on one GPU, recomputation included
+    flops: float
+    #: FLOP/s those products run at: the dense BF16 peak times the efficiency
+    flops_rate: float
+    #: collectives per layer per micro batch, and the bytes of each
+    collectives: int
+    message_bytes: float
+    #: placement -> seconds of TP communication per layer per micro batch
+    comm: dict
+    #: placement -> link bandwidth (bytes/s, one direction) and alpha (s per ring step)
+    bandwidth: dict
+    alpha: dict
+
+    @property
+    def compute_seconds(self) -> float:
+        return self.flops / self.flops_rate
+
+    @property
+    def comm_seconds(self) -> float:
+        """The chosen placement's communication time."""
+        return self.comm[self.placement]
+
+    @property
+    def ratio(self) -> float:
+        """Communication time over compute time, for the chosen placement."""
+        return self.comm_seconds / self.compute_seconds
+
+
+def tp_view(tp, sequence_parallel, recompute, placement, *, hidden=12288, heads=96, seq=2048, micro_batch=1,
+            accelerator="H100", matmul_efficiency=0.5) -> TensorParallelView:
+    """The numbers behind one frame."""
+    spec = _accelerator(accelerator)
+    act = activation_bytes_per_layer(seq, micro_batch, hidden, heads, tp=tp, sequence_parallel=sequence_parallel,
+                                     recompute=recompute)
+    bandwidth = {"nvlink": float(spec.link_bandwidth), "nic": float(NDR_NIC_BANDWIDTH)}
+    comm = {p: tp_comm_seconds(seq, micro_batch, hidden, tp=tp, sequence_parallel=sequence_parallel,
+                               recompute=recompute, alpha=ALPHA[p], bandwidth=bandwidth[p]) for p in PLACEMENTS}
+    return TensorParallelView(int(tp), bool(sequence_parallel), recompute, placement, spec.name, int(seq),
+                              int(micro_batch), int(hidden), int(heads), act,
+                              layer_matmul_flops(seq, micro_batch, hidden, tp=tp, recompute=recompute),
+                              float(spec.bf16_flops) * matmul_efficiency, tp_collectives_per_layer(recompute),
+                              float(_BF16 * seq * micro_batch * hidden), comm, bandwidth, dict(ALPHA))
+
+
+class TensorParallelWidget(FigureWidget):
+    """Buttons for T, sequence parallelism, recomputation and placement; activations above, comm vs compute below.
+
+    Parameters
+    ----------
+    tp : {1, 2, 4, 8, 16}
+        The tensor-parallel degree shown first.
+    sequence_parallel : bool
+        Sequence parallelism on or off at first.
+    recompute : {"none", "selective", "full"}
+    placement : {"nvlink", "nic"}
+        The T ranks inside one node (the accelerator's scale-up link) or
+        across nodes (one InfiniBand NDR NIC per GPU).
+    hidden, heads, seq, micro_batch : int
+        The layer's shape; default GPT-3 175B's (Brown et al. 2020), one
+        sequence of 2048 tokens per micro batch.
+    accelerator : str
+        A name from the hardware table (peak FLOP/s and link bandwidth).
+    matmul_efficiency : float
+        The fraction of the dense BF16 peak the matrix products reach, in (0, 1].
+
+    Attributes
+    ----------
+    result : TensorParallelView
+        The numbers the picture and the text show now.
+    """
+
+    def __init__(self, *, tp=8, sequence_parallel=False, recompute="none", placement="nvlink",
+                 hidden=GPT3_LAYER["hidden"], heads=GPT3_LAYER["heads"], seq=GPT3_LAYER["seq"],
+                 micro_batch=GPT3_LAYER["micro_batch"], accelerator="H100", matmul_efficiency=0.5):
+        tp = check_int_choice("tp", tp, TP_DEGREES)
+        sequence_parallel = check_bool("sequence_parallel", sequence_parallel)
+        recompute = check_choice("recompute", recompute, RECOMPUTE_MODES)
+        placement = check_choice("placement", placement, PLACEMENTS)
+        self.hidden = check_int("hidden", hidden, minimum=1, maximum=10**6)
+        self.heads = check_int("heads", heads, minimum=1, maximum=self.hidden)
+        self.seq = check_int("seq", seq, minimum=1, maximum=10**7)
+        self.micro_batch = check_int("micro_batch", micro_batch, minimum=1, maximum=10**4)
+        self.accelerator = accelerator_name(accelerator)
+        self.matmul_efficiency = check_real("matmul_efficiency", matmul_efficiency, minimum=0, maximum=1,
+                                            strict_min=True)
+        style = label_style()
+        self.tp_dropdown = w.Dropdown(options=TP_DEGREES, value=tp, description="tensor-parallel T", style=style,
+                                      layout=control_layout())
+        self.sp_toggle = w.ToggleButtons(options=[("off", False), ("on", True)], value=sequence_parallel,
+                                         description="sequence parallel", style=style)
+        self.recompute_buttons = w.ToggleButtons(options=[(RECOMPUTE_LABELS[m], m) for m in RECOMPUTE_MODES],
+                                                 value=recompute, description="recomputation", style=style)
+        self.placement_buttons = w.ToggleButtons(options=[(PLACEMENT_LABELS[p], p) for p in PLACEMENTS],
+                                                 value=placement, description="T ranks sit", style=style)
+        self.controls = [self.tp_dropdown, self.sp_toggle, self.recompute_buttons, self.placement_buttons]
+
+        self.fig = FigureImage(width=460, height=660, phone_height=720)
+        figure = self.fig.figure
+        figure.delaxes(self.fig.ax)
+        self.mem_ax, self.time_ax = figure.subplots(2, 1, gridspec_kw={"height_ratios": [1, 1]})
+        self.fig.ax = self.mem_ax
+        self._draw_axes(self.fig.narrow)
+        figure.tight_layout(pad=0.6, h_pad=1.2)
+        self.fig.set_animated([*self.mem_lines.values(), self.mem_marker, self.mem_text,
+                               *self.comm_lines.values(), self.compute_line, self.comm_marker, self.compute_marker,
+                               self.comm_text, self.compute_text])
+        self.summary = w.HTML()
+        self.result: TensorParallelView | None = None
+        self._finish()
+
+    def _view(self, tp, sp, recompute, placement) -> TensorParallelView:
+        return tp_view(tp, sp, recompute, placement, hidden=self.hidden, heads=self.heads, seq=self.seq,
+                       micro_batch=self.micro_batch, accelerator=self.accelerator,
+                       matmul_efficiency=self.matmul_efficiency)
+
+    # ---- the fixed parts of the picture -------------------------------------
+    def _draw_axes(self, narrow: bool) -> None:
+        import math
+
+        shape = (self.seq, self.micro_batch, self.hidden, self.heads)
+        views = {(t, sp, m): self._view(t, sp, m, "nvlink")
+                 for t in TP_DEGREES for sp in (False, True) for m in RECOMPUTE_MODES}
+        spec = _accelerator(self.accelerator)
+
+        ax = self.mem_ax
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xlim(0.8, TP_DEGREES[-1] * 1.25)
+        acts = [v.activation_bytes for v in views.values()]
+        lo, hi = min(acts), max(acts)
+        # room above the highest curve for the legend, below the lowest for its label
+        ax.set_ylim(lo / 2.5, hi * (hi / lo) ** 0.55)
+        ax.set_xticks(TP_DEGREES, [str(t) for t in TP_DEGREES])
+        ax.minorticks_off()
+        y0, y1 = ax.get_ylim()
+        decades = [10.0**k for k in range(math.ceil(math.log10(y0)), math.floor(math.log10(y1)) + 1)]
+        ax.set_yticks(decades, [fmt_bytes(y) for y in decades])
+        ax.set_xlabel("tensor-parallel T")
+        ax.set_ylabel("per layer, per GPU" if narrow else "kept per layer, per GPU")
+        ax.set_title("activation memory per layer", fontsize=11)
+        self.mem_lines = {}
+        for m in RECOMPUTE_MODES:
+            for sp in (False, True):
+                ys = [activation_bytes_per_layer(*shape, tp=t, sequence_parallel=sp, recompute=m) for t in TP_DEGREES]
+                (self.mem_lines[m, sp],) = ax.plot(TP_DEGREES, ys, color=RECOMPUTE_COLORS[m], linewidth=1.2,
+                                                   linestyle="-" if sp else "--")
+        (self.mem_marker,) = ax.plot([], [], "o", markersize=8, markeredgecolor="black")
+        self.mem_text = ax.text(0, 0, "", fontsize=11, ha="left", va="bottom",
+                                bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.85, "pad": 1})
+        handles = [Line2D([], [], color=RECOMPUTE_COLORS[m], linewidth=2, label=m if narrow else f"recompute {m}")
+                   for m in RECOMPUTE_MODES]
+        handles += [Line2D([], [], color="#555555", linestyle="--", linewidth=1.2, label="SP off"),
+                    Line2D([], [], color="#555555", linestyle="-", linewidth=1.2, label="SP on")]
+        ax.legend(handles=handles, fontsize=11, ncol=2, loc="upper right", frameon=False,
+                  title="recomputation" if narrow else None, title_fontsize=11,
+                  handlelength=1.6, columnspacing=0.8, handletextpad=0.4, borderaxespad=0.2)
+
+        cx = self.time_ax
+        cx.set_xscale("log", base=2)
+        cx.set_yscale("log")
+        cx.set_xlim(0.8, TP_DEGREES[-1] * 1.25)
+        times = [v.compute_seconds for v in views.values()]
+        times += [v.comm[p] for v in views.values() for p in PLACEMENTS if v.tp > 1]
+        lo, hi = min(times), max(times)
+        cx.set_ylim(lo / 2.5, hi * (hi / lo) ** 0.65)
+        cx.set_xticks(TP_DEGREES, [str(t) for t in TP_DEGREES])
+        cx.minorticks_off()
+        y0, y1 = cx.get_ylim()
+        decades = [10.0**k for k in range(math.ceil(math.log10(y0)), math.floor(math.log10(y1)) + 1)]
+        cx.set_yticks(decades, [fmt_seconds(y) for y in decades])
+        cx.set_xlabel("tensor-parallel T")
+        cx.set_ylabel("per layer" if narrow else "per layer, per micro batch")
+        cx.set_title("TP comm against compute" if narrow else "TP communication against compute", fontsize=11)
+        link = spec.link_name.split()[0] if spec.link_name else "scale-up link"
+        self.comm_lines = {p: cx.plot([], [], color=PLACEMENT_COLORS[p], linewidth=1.2)[0] for p in PLACEMENTS}
+        (self.compute_line,) = cx.plot([], [], color=_COMPUTE, linewidth=2.4)
+        (self.comm_marker,) = cx.plot([], [], "o", markersize=8, markeredgecolor="black")
+        (self.compute_marker,) = cx.plot([], [], "o", markersize=8, color=_COMPUTE, markeredgecolor="black")
+        box = {"facecolor": "white", "edgecolor": "none", "alpha": 0.85, "pad": 1}
+        self.comm_text = cx.text(0, 0, "", fontsize=11, ha="left", va="center", bbox=box)
+        self.compute_text = cx.text(0, 0, "", fontsize=11, ha="left", va="center", bbox=box)
+        eff = f"{self.matmul_efficiency:.0%}"
+        # short, so that the legend stays clear of the labels at T = 1 (the title says it is communication)
+        handles = [Line2D([], [], color=_COMPUTE, linewidth=2.4, label=f"compute, {eff} of peak"),
+                   Line2D([], [], color=PLACEMENT_COLORS["nvlink"], linewidth=2,
+                          label=f"{link}, {fmt_rate(spec.link_bandwidth)}"),
+                   Line2D([], [], color=PLACEMENT_COLORS["nic"], linewidth=2,
+                          label=f"NIC, {fmt_rate(NDR_NIC_BANDWIDTH)}")]
+        cx.legend(handles=handles, fontsize=11, loc="upper right", frameon=False, handlelength=1.6,
+                  handletextpad=0.4, borderaxespad=0.2)
+        self.fig.enforce_min_font()
+
+    def static_axes(self):
+        # every value of every control: 5 x 2 x 3 x 2 = 60 frames
+        return [StaticAxis("tp_dropdown", TP_DEGREES),
+                StaticAxis("sp_toggle", [False, True]),
+                StaticAxis("recompute_buttons", list(RECOMPUTE_MODES)),
+                StaticAxis("placement_buttons", list(PLACEMENTS))]
+
+    def compute(self) -> TensorParallelView:
+        return self._view(self.tp_dropdown.value, self.sp_toggle.value, self.recompute_buttons.value,
+                          self.placement_buttons.value)
+
+    def draw(self, r: TensorParallelView) -> None:
+        for (m, sp), line in self.mem_lines.items():
+            chosen = m == r.recompute and sp == r.sequence_parallel
+            line.set_linewidth(3.4 if chosen else 1.2)
+            line.set_alpha(1.0 if chosen else 0.5)
+            line.set_zorder(3 if chosen else 2)
+        t = r.tp
+        self.mem_marker.set_data([t], [r.activation_bytes])
+        self.mem_marker.set_color(RECOMPUTE_COLORS[r.recompute])
+        self.mem_marker.set_markeredgecolor("black")
+        self.mem_text.set_text(fmt_bytes(r.activation_bytes))
+        right = t <= 4
+        low = r.activation_bytes < self.mem_ax.get_ylim()[0] * 5  # near the bottom: write it above the dot
+        self.mem_text.set_position((t * (1.2 if right else 1 / 1.2), r.activation_bytes * (1.35 if low else 1 / 1.35)))
+        self.mem_text.set_ha("left" if right else "right")
+        self.mem_text.set_va("bottom" if low else "top")
+
+        views = {d: self._view(d, r.sequence_parallel, r.recompute, r.placement) for d in TP_DEGREES}
+        self.compute_line.set_data(TP_DEGREES, [views[d].compute_seconds for d in TP_DEGREES])
+        many = TP_DEGREES[1:]
+        for p, line in self.comm_lines.items():
+            line.set_data(many, [views[d].comm[p] for d in many])
+            chosen = p == r.placement
+            line.set_linewidth(3.0 if chosen else 1.2)
+            line.set_alpha(1.0 if chosen else 0.55)
+            line.set_zorder(3 if chosen else 2)
+        self.compute_marker.set_data([t], [r.compute_seconds])
+        self.compute_text.set_text(f"compute {fmt_seconds(r.compute_seconds)}")
+        comm = r.comm_seconds
+        if t == 1:
+            self.comm_marker.set_data([], [])
+            self.comm_text.set_text("T = 1: no TP traffic")
+        else:
+            self.comm_marker.set_data([t], [comm])
+            self.comm_marker.set_color(PLACEMENT_COLORS[r.placement])
+            self.comm_marker.set_markeredgecolor("black")
+            self.comm_text.set_text(f"comm {fmt_seconds(comm)}")
+        self.comm_text.set_color(PLACEMENT_COLORS[r.placement])
+        # the labels beside their dots on the side with room (the curves fall or rise away from it):
+        # compute above its dot on the right of it, below on the left; comm the other way; never overlapping
+        right = t <= 4
+        x = t * (1.25 if right else 1 / 1.2)
+        ha = "left" if right else "right"
+        if self.fig.narrow and t == 4:  # a phone has no room beside the dot in the middle: over or under it
+            x, ha = t, "center"
+        k = 1.6  # a label's centre this factor from its dot (half a text line on the log axis, and the dot)
+        # (at T = 1 beside the dot, just above the falling line: above it is the legend's)
+        y_comp = r.compute_seconds * (1.2 if t == 1 else k if right else 1 / k)
+        if t == 1:  # the note between the two comm curves, clear of both
+            y_comm = (views[4].comm["nvlink"] * views[4].comm["nic"]) ** 0.5
+        else:
+            y_comm = comm * (1 / k if right else k)
+        gap = 1.9  # the two labels' centres at least this factor apart
+        crossed = (y_comp >= y_comm) != (r.compute_seconds >= comm)  # the higher dot's label must stay above
+        if t > 1 and (crossed or max(y_comp, y_comm) / min(y_comp, y_comm) < gap):
+            mid = (r.compute_seconds * comm) ** 0.5
+            hi, lo = mid * gap**0.5, mid / gap**0.5
+            y_comp, y_comm = (hi, lo) if r.compute_seconds >= comm else (lo, hi)
+        for text, y in ((self.compute_text, y_comp), (self.comm_text, y_comm)):
+            text.set_position((x, y))
+            text.set_ha(ha)
+        self.fig.render()
+
+    def describe(self, r: TensorParallelView) -> None:
+        self.result = r
+        sp = "sequence parallel" if r.sequence_parallel else "no sequence parallelism"
+        rec = {"none": "no recomputation", "selective": "selective recomputation",
+               "full": "full recomputation"}[r.recompute]
+        chip = html.escape(r.accelerator)
+        where = ("inside a node, over " + html.escape(_accelerator(r.accelerator).link_name or "its scale-up link")
+                 if r.placement == "nvlink" else "across nodes, through one NDR NIC per GPU")
+        head = (f"<b>T = {r.tp}</b>, {sp}, {rec}: each GPU keeps {fmt_bytes(r.activation_bytes)} of activations "
+                f"per layer for its backward pass.")
+        compute = (f"{fmt_seconds(r.compute_seconds)} of matrix products per layer per micro batch "
+                   f"({r.flops / 1e12:.3g} TFLOP at {fmt_flops(r.flops_rate)}, {self.matmul_efficiency:.0%} of "
+                   f"{chip}'s peak)")
+        if r.tp == 1:
+            comm = f"One GPU holds the whole layer: no tensor-parallel communication, and {compute}."
+        else:
+            kind = "reduce-scatter + all-gather pairs" if r.sequence_parallel else "all-reduces"
+            other = "nic" if r.placement == "nvlink" else "nvlink"
+            other_words = "Through a NIC" if other == "nic" else "Over NVLink"
+            verdict = ("<b style='color:#D55E00'>more than the compute</b>" if r.ratio > 1
+                       else "<b style='color:#009E73'>less than the compute</b>")
+            comm = (f"{r.collectives} {kind} of {fmt_bytes(r.message_bytes)} per layer per micro batch "
+                    f"take {fmt_seconds(r.comm_seconds)} {where} ({fmt_rate(r.bandwidth[r.placement])} per "
+                    f"direction), against {compute}: communication is {r.ratio:.2g}x the compute, {verdict}, "
+                    f"if none of it is hidden. {other_words} it would be "
+                    f"{fmt_seconds(r.comm[other])}, {r.comm[other] / r.compute_seconds:.2g}x.")
+            if r.placement == "nvlink" and r.tp > GPUS_PER_NODE:
+                comm += (f" A {GPUS_PER_NODE}-GPU node cannot hold T = {r.tp}: this needs a larger NVLink "
+                         f"domain (an NVL72 rack).")
+        self.summary.value = f"<div style='font-size:0.9em'>{head}<br>{comm}</div>"
