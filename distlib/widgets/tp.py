@@ -33,7 +33,8 @@ against the layer's **matrix-product compute** on one GPU, both in seconds:
   for messages of megabytes), from ``src/graph/tuning.cc``'s ``hwLat`` table
   as chapter 7's model (:mod:`distlib.gpu_cluster`) carries it: 3.4 us a step
   over NVLink, 14 us a step over the network (:data:`ALPHA`). At the default
-  layer the buffer is 50 MB and latency is under a fifth of any time shown.
+  layer each buffer is 50 MB: latency is a fifth of the NVLink time at
+  T = 8 (a third at T = 16) and a tenth of the NIC's.
 * Compute. The matrix products of one layer, forward, for ``b`` sequences
   of ``s`` tokens: the query, key and value projections ``3 x 2 b s h^2``,
   the output projection ``2 b s h^2``, the MLP's two ``h x 4h`` products
@@ -207,6 +208,19 @@ def tp_view(tp, sequence_parallel, recompute, placement, *, hidden=12288, heads=
                               float(_BF16 * seq * micro_batch * hidden), comm, bandwidth, dict(ALPHA))
 
 
+def _log_limits(lo: float, hi: float, *, headroom: float) -> tuple:
+    """A log axis from ``lo`` whose top leaves the fraction ``headroom`` of its height above ``hi`` (a legend's room,
+    the same on every layer shape).
+
+    >>> _log_limits(1.0, 100.0, headroom=0.5)
+    (1.0, 10000.0)
+    """
+    import math
+
+    a, b = math.log10(lo), math.log10(hi)
+    return lo, 10 ** ((b - headroom * a) / (1 - headroom))
+
+
 class TensorParallelWidget(FigureWidget):
     """Buttons for T, sequence parallelism, recomputation and placement; activations above, comm vs compute below.
 
@@ -293,8 +307,8 @@ class TensorParallelWidget(FigureWidget):
         ax.set_xlim(0.8, TP_DEGREES[-1] * 1.25)
         acts = [v.activation_bytes for v in views.values()]
         lo, hi = min(acts), max(acts)
-        # room above the highest curve for the legend, below the lowest for its label
-        ax.set_ylim(lo / 2.5, hi * (hi / lo) ** 0.55)
+        # room under the lowest curve for its label, and over the highest for the legend
+        ax.set_ylim(*_log_limits(lo / 3.5, hi, headroom=0.33))
         ax.set_xticks(TP_DEGREES, [str(t) for t in TP_DEGREES])
         ax.minorticks_off()
         y0, y1 = ax.get_ylim()
@@ -327,7 +341,7 @@ class TensorParallelWidget(FigureWidget):
         times = [v.compute_seconds for v in views.values()]
         times += [v.comm[p] for v in views.values() for p in PLACEMENTS if v.tp > 1]
         lo, hi = min(times), max(times)
-        cx.set_ylim(lo / 2.5, hi * (hi / lo) ** 0.65)
+        cx.set_ylim(*_log_limits(lo / 2.5, hi, headroom=0.36))
         cx.set_xticks(TP_DEGREES, [str(t) for t in TP_DEGREES])
         cx.minorticks_off()
         y0, y1 = cx.get_ylim()
@@ -378,10 +392,10 @@ class TensorParallelWidget(FigureWidget):
         self.mem_marker.set_markeredgecolor("black")
         self.mem_text.set_text(fmt_bytes(r.activation_bytes))
         right = t <= 4
-        low = r.activation_bytes < self.mem_ax.get_ylim()[0] * 5  # near the bottom: write it above the dot
-        self.mem_text.set_position((t * (1.2 if right else 1 / 1.2), r.activation_bytes * (1.35 if low else 1 / 1.35)))
+        # under the dot (the curves fall to the right: over it is the curve), room left for it at the bottom
+        self.mem_text.set_position((t * (1.2 if right else 1 / 1.2), r.activation_bytes / 1.35))
         self.mem_text.set_ha("left" if right else "right")
-        self.mem_text.set_va("bottom" if low else "top")
+        self.mem_text.set_va("top")
 
         views = {d: self._view(d, r.sequence_parallel, r.recompute, r.placement) for d in TP_DEGREES}
         self.compute_line.set_data(TP_DEGREES, [views[d].compute_seconds for d in TP_DEGREES])
