@@ -248,7 +248,8 @@ def _block_counts(tp: int, sp: bool) -> tuple:
     """The book's collectives of one block's forward, then of its backward, on rank 0 of ``tp`` thread ranks."""
     from distlib.engines.algorithms import allreduce
     from distlib.engines.comm import CountingComm
-    from distlib.train.model import SequenceParallel, backward_unit, forward_unit, shard_unit
+    from distlib.train.model import backward_unit, forward_unit, shard_unit
+    from distlib.train.sequence import SequenceParallel
 
     config = Config(layers=1)
     full, units = unit_specs(config), init_units(config, 0)

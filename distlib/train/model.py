@@ -25,7 +25,7 @@ Sequence parallelism (``sp``, Korthikanti et al. 2022, as Megatron-LM's
 tensor-parallel regions (the layer norms, the residual adds, the bias
 ``b2`` added after the MLP) are cut along the sequence, each of the ``tp`` ranks holding
 ``seq / tp`` consecutive positions of every sequence. The model is handed a
-:class:`SequenceParallel` (the tensor-parallel group's all-gather and
+:class:`distlib.train.sequence.SequenceParallel` (the tensor-parallel group's all-gather and
 reduce-scatter along the sequence) instead of ``reduce``, and per block:
 
 * forward: an **all-gather** of ``ln1``'s output before ``q``, ``k``, ``v``
@@ -61,7 +61,7 @@ import numpy as np
 from .._check import check_int
 
 __all__ = ["Config", "UnitSpec", "unit_specs", "init_units", "shard_unit", "forward_unit", "backward_unit",
-           "loss_and_grads", "LN_EPS", "SequenceParallel", "SP_SUMMED"]
+           "loss_and_grads", "LN_EPS", "SP_SUMMED"]
 
 LN_EPS = 1e-5
 """LayerNorm's epsilon, added to the variance."""
@@ -303,70 +303,6 @@ SP_SUMMED = ("ln1_g", "ln1_b", "ln2_g", "ln2_b")
 the norms' (``b2``'s comes from the gathered output gradient, whole)."""
 
 
-class SequenceParallel:
-    """The tensor-parallel group's collectives along the sequence, for :func:`forward_unit` with ``sp``.
-
-    Activations are ``(batch, seq, hidden)``; a rank's part is positions
-    ``rank * seq / size`` to ``(rank + 1) * seq / size`` of every sequence.
-    The book's collectives cut a flat buffer into consecutive chunks, so the
-    sequence is moved to the front first (``(seq, batch, hidden)``, the
-    layout Megatron keeps its activations in for this reason).
-
-    Parameters
-    ----------
-    comm : Comm
-        The tensor-parallel group (:class:`~distlib.engines.comm.SubComm`).
-
-    Examples
-    --------
-    >>> from distlib.engines.comm import run_threads
-    >>> x = np.arange(2 * 4 * 3, dtype=float).reshape(2, 4, 3)
-    >>> def round_trip(comm):
-    ...     sp = SequenceParallel(comm)
-    ...     part = sp.split(x)
-    ...     return part.shape, np.array_equal(sp.gather(part), x), np.array_equal(sp.reduce_scatter(x), 2 * part)
-    >>> run_threads(round_trip, 2)
-    [((2, 2, 3), True, True), ((2, 2, 3), True, True)]
-    """
-
-    def __init__(self, comm):
-        self.comm, self.rank, self.size = comm, comm.rank, comm.size
-
-    def positions(self, seq: int) -> slice:
-        """This rank's positions of a sequence of ``seq`` tokens (``size`` must divide ``seq``)."""
-        if seq % self.size:
-            raise ValueError(f"the tensor-parallel ranks ({self.size}) must divide the sequence ({seq}) with sp")
-        n = seq // self.size
-        return slice(self.rank * n, (self.rank + 1) * n)
-
-    def split(self, x):
-        """This rank's positions of the whole ``x`` (no communication)."""
-        return x[:, self.positions(x.shape[1])]
-
-    def gather(self, part):
-        """All-gather along the sequence: every rank's positions, the whole ``(batch, seq, hidden)``."""
-        from ..engines.algorithms import allgather
-
-        b, n, w = part.shape
-        whole = allgather(self.comm, np.ascontiguousarray(part.transpose(1, 0, 2)))
-        return np.ascontiguousarray(whole.reshape(n * self.size, b, w).transpose(1, 0, 2))
-
-    def reduce_scatter(self, x):
-        """Reduce-scatter along the sequence: the sum over the ranks of ``x``, this rank's positions only."""
-        from ..engines.algorithms import reduce_scatter
-
-        b, s, w = x.shape
-        self.positions(s)
-        mine = reduce_scatter(self.comm, np.ascontiguousarray(x.transpose(1, 0, 2)))
-        return np.ascontiguousarray(mine.reshape(s // self.size, b, w).transpose(1, 0, 2))
-
-    def allreduce(self, buf):
-        """Sum ``buf`` in place over the group (the replicated tensors' gradients)."""
-        from ..engines.algorithms import allreduce
-
-        return allreduce(self.comm, buf)
-
-
 def _sum_tp(reduce, x):
     """``x`` summed over the tensor-parallel ranks (in place, through ``reduce``; nothing to do without one)."""
     if reduce is not None:
@@ -497,7 +433,7 @@ def forward_unit(spec: UnitSpec, flat, x, *, config: Config, targets=None, reduc
     reduce : callable, optional
         ``reduce(buf)`` sums ``buf`` in place over the tensor-parallel ranks
         (``None`` with one rank).
-    sp : SequenceParallel, optional
+    sp : distlib.train.sequence.SequenceParallel, optional
         Sequence parallelism over the tensor-parallel group (then ``reduce``
         is not used): the embeddings return, and a block takes and returns,
         this rank's positions only; the head takes them and gathers the

@@ -51,7 +51,8 @@ from .adam import Adam
 from .data import GLOBAL_BATCH, global_batch, local_batch
 from .layout import Ledger, make_layout
 from .microbatches import mean_loss, scale_accumulated, split_microbatches
-from .model import Config, SequenceParallel, backward_unit, forward_unit, init_units, shard_unit, unit_specs
+from .model import Config, backward_unit, forward_unit, init_units, shard_unit, unit_specs
+from .sequence import SequenceParallel
 from .pipeline_results import StageReport
 from .stages import message_tag, pipeline_problem, stage_ops, stage_units
 from .worker import _checksum_part
@@ -238,6 +239,13 @@ def _flush(stage: Stage, mb_losses, step: int, pp_comm, dp_comm) -> float:
     return float(loss[0] / dp_comm.size)
 
 
+def _record(times: dict, clock, seconds: float) -> None:
+    """One step's busy, idle, forward and backward seconds (the stage's clock) and its wall time, into ``times``."""
+    for name, value in (("busy", clock.forward + clock.backward), ("idle", clock.idle), ("forward", clock.forward),
+                        ("backward", clock.backward), ("step", seconds)):  # fmt: skip
+        times[name].append(value)
+
+
 def train_stage_rank(comm, *, dp: int, tp: int, pp: int, zero: int, steps: int, seed: int, schedule: str = "1f1b",
                      chunks: int = 1, microbatches: int = 1, sp: bool = False, config: Config = Config(),
                      adam: Adam = Adam(), say=None) -> StageReport:  # fmt: skip
@@ -259,10 +267,8 @@ def train_stage_rank(comm, *, dp: int, tp: int, pp: int, zero: int, steps: int, 
         Model chunks per stage (interleaved only), microbatches per replica and step.
     sp : bool
         Sequence parallelism over each stage's tensor-parallel ranks (``tp`` above 1, dividing the sequence).
-    config, adam
-        The model's sizes and the optimizer.
-    say : callable, optional
-        Called with a progress line after each step.
+    config, adam, say
+        The model's sizes, the optimizer, and a callable given a progress line after each step (optional).
 
     Returns
     -------
@@ -309,10 +315,7 @@ def train_stage_rank(comm, *, dp: int, tp: int, pp: int, zero: int, steps: int, 
         times["flush"].append(time.perf_counter() - start)
         ran_first = ran_first or ran
         losses.append(_flush(stage, mb_losses, step, pp_comm, dp_comm))
-        for name, value in (("busy", clock.forward + clock.backward), ("idle", clock.idle),
-                            ("forward", clock.forward), ("backward", clock.backward),
-                            ("step", time.perf_counter() - start)):  # fmt: skip
-            times[name].append(value)
+        _record(times, clock, time.perf_counter() - start)
         if say is not None:
             say(f"step {step}/{steps}  loss {losses[-1]:.6f}  {times['step'][-1] * 1e3:.1f} ms")
     layout = stage.layout

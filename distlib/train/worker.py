@@ -41,7 +41,8 @@ from ..walls import ZERO_STAGES
 from .adam import Adam
 from .data import global_batch, local_batch
 from .layout import Ledger, forward_backward, make_layout
-from .model import Config, SequenceParallel, init_units, shard_unit, unit_specs
+from .model import Config, init_units, shard_unit, unit_specs
+from .sequence import SequenceParallel
 from .results import RankReport
 
 __all__ = ["groups", "train_rank", "main"]
