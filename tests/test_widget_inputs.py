@@ -31,13 +31,14 @@ from distlib.widgets.overlap import OverlapWidget  # noqa: E402
 from distlib.widgets.ring import ClusterWidget, RingWidget  # noqa: E402
 from distlib.widgets.roofline import RooflineWidget  # noqa: E402
 from distlib.widgets.topology import TopologyWidget  # noqa: E402
+from distlib.widgets.tp import TensorParallelWidget  # noqa: E402
 from distlib.widgets.walls import WallsWidget  # noqa: E402
 from distlib.widgets.zero import ZeroWidget  # noqa: E402
 
 #: Every public widget class, by name.
 WIDGETS = {cls.__name__: cls for cls in (RingWidget, ClusterWidget, CollectivesWidget, TwoLevelWidget,
                                          OverlapWidget, RooflineWidget, TopologyWidget, WallsWidget,
-                                         ZeroWidget)}
+                                         ZeroWidget, TensorParallelWidget)}
 
 NAN, INF = float("nan"), float("inf")
 
@@ -60,6 +61,10 @@ def _bad(label, cls, error, states, **kwargs) -> BadInput:
 V, T = ValueError, TypeError
 
 BAD_WIDGET_INPUTS = [
+    # chapter 11's tensor-parallel explorer
+    _bad("three tensor-parallel ranks", "TensorParallelWidget", V, "1, 2, 4, 8, 16", tp=3),
+    _bad("unknown recomputation", "TensorParallelWidget", V, "'none', 'selective', 'full'", recompute="some"),
+    _bad("unknown placement", "TensorParallelWidget", V, "'nvlink', 'nic'", placement="pcie"),
     # chapter 10's ZeRO explorer
     _bad("model too small for the slider (zero)", "ZeroWidget", V, "[1e+09, 1e+12]", params=1e6),
     _bad("NaN parameters (zero)", "ZeroWidget", V, "[1e+09, 1e+12]", params=NAN),
@@ -255,6 +260,7 @@ def test_the_chapters_calls_still_pass():
         ("RooflineWidget", dict(accelerator="H100", kind="matmul (n x n x n)", n=1024)),
         ("TopologyWidget", dict(kind="torus2", size=4)),
         ("ZeroWidget", dict(params=70e9, gpus=8, stage=0, accelerator="H100")),  # chapter 10
+        ("TensorParallelWidget", dict(tp=8, sequence_parallel=False, recompute="none", placement="nvlink")),  # 11
         ("CollectivesWidget", dict(alpha=5e-6, bandwidth=50e9, p=64, n_bytes=1e6)),
         ("CollectivesWidget", dict(alpha=1e-7, bandwidth=1e12, p=2, n_bytes=2**20)),  # chapter 7: clipped fit
         ("RingWidget", dict(p=4, numbering="mpi")),

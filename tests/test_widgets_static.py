@@ -20,7 +20,9 @@ from distlib.widgets.overlap import OverlapWidget
 from distlib.widgets.ring import ClusterWidget, RingWidget
 from distlib.widgets.roofline import RooflineWidget
 from distlib.widgets.topology import TopologyWidget
+from distlib.widgets.tp import TensorParallelWidget
 from distlib.widgets.walls import WallsWidget
+from distlib.widgets.zero import ZeroWidget
 
 PNG = b"\x89PNG"
 
@@ -78,6 +80,8 @@ FACTORIES = {
     "collectives": lambda: CollectivesWidget(alpha=5e-6, bandwidth=50e9, p=64, n_bytes=2**20),
     "overlap": lambda: OverlapWidget(layers=48, bucket_bytes=25 * 2**20, bandwidth=25e9, p=64),
     "two_level": lambda: TwoLevelWidget(nodes=2, ranks_per_node=2, link_bandwidth=1e9 / 8),
+    "zero": lambda: ZeroWidget(params=70e9, gpus=8, stage=0),
+    "tensor_parallel": lambda: TensorParallelWidget(tp=8),
 }
 
 
