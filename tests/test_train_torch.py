@@ -139,12 +139,19 @@ def peers():
     return out
 
 
+def _timed_per_step(c) -> None:
+    """Both runs' step times: one positive value per step (how long is the benchmark's business, not a test's)."""
+    for seconds in (c.book_step_seconds, c.peer_step_seconds):
+        assert len(seconds) == STEPS and min(seconds) > 0, seconds
+
+
 @pytest.mark.engines
 @pytest.mark.slow
 def test_fsdp2_trains_as_the_books_zero3_with_fewer_gathers(peers, reference):
     c = peers["fsdp"]
     assert max(_rel(a, b) for a, b in zip(c.book_losses, reference[0])) < 1e-9
     assert c.max_loss_difference < 1e-9 and len(c.peer_losses) == STEPS
+    _timed_per_step(c)
     for book, peer, forward in zip(c.book_counts, c.peer_counts, c.peer_forward_counts):
         # The book's ZeRO-3 gathers each of its L + 2 units (embeddings, L blocks, head) before its forward and
         # again before its backward, and reduce-scatters each unit's gradient once; one all-reduce is the loss.
@@ -162,6 +169,7 @@ def test_dtensor_tensor_parallelism_trains_as_the_books_with_more_all_reduces(pe
     c = peers["tp"]
     assert max(_rel(a, b) for a, b in zip(c.book_losses, reference[0])) < 1e-9
     assert c.max_loss_difference < 1e-9 and len(c.peer_losses) == STEPS
+    _timed_per_step(c)
     for book, peer, forward in zip(c.book_counts, c.peer_counts, c.peer_forward_counts):
         # Both sum the activations once after each row-parallel layer (o, mlp_out): 2 per block forward.
         assert forward == {"all_reduce": 2 * L}
@@ -178,6 +186,7 @@ def test_dtensor_sequence_parallelism_trains_as_the_books_with_the_same_gathers_
     assert c.book == "Megatron TP + SP"
     assert max(_rel(a, b) for a, b in zip(c.book_losses, reference[0])) < 1e-9
     assert c.max_loss_difference < 1e-12 and len(c.peer_losses) == STEPS  # 2.2e-16 measured (torch 2.13)
+    _timed_per_step(c)
     mpi = runs.get(("mpi", 1, 2, 0, "sp"))
     assert mpi is None or (c.book_comm_bytes == mpi.comm_bytes and c.book_losses == mpi.losses)
     for book, peer, forward in zip(c.book_counts, c.peer_counts, c.peer_forward_counts):

@@ -22,14 +22,25 @@ PyTorch's on the same ranks, from the same seed and the same batches:
     sequence on the way into the first block and gathers it on the way into
     the final norm, where the book does (:mod:`distlib.train.model`).
 
-Each returns a :class:`PeerComparison`: both runs' losses per step, and
-both runs' collectives per step. The book's are counted where its
+Each returns a :class:`PeerComparison`: both runs' losses per step,
+both runs' collectives per step, and both runs' wall time per step (the
+slowest rank's, as :attr:`distlib.train.results.TrainResult.step_seconds`
+is). The book's are counted where its
 collectives start (:attr:`distlib.engines.comm.CountingComm.collectives`:
 ``allgather``, ``reduce_scatter``, ``allreduce``), PyTorch's by
 ``torch.distributed.tensor.debug.CommDebugMode`` around each step's
 forward, backward and optimizer step, under the names of the
 ``torch.distributed`` calls that run them (:data:`TORCH_NAMES`). Each
 step's global loss is summed over the ranks outside the counted region.
+
+The timed region is the book's trainer's step (:func:`distlib.train.worker.train_rank`'s
+``step_seconds``) on both sides: the step's batch, forward, backward and
+optimizer step, and the one-value all-reduce of the loss over the
+data-parallel ranks (none with tensor parallelism alone); not converting
+and recording the loss. Both runs are timed with their counters on (the
+book's :class:`~distlib.engines.comm.CountingComm`, PyTorch's
+``CommDebugMode``, which sees every operator: on this small model a real
+share of PyTorch's step).
 """
 
 from __future__ import annotations
@@ -37,6 +48,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import sys
+import time
 import warnings
 from dataclasses import dataclass
 
@@ -89,6 +101,10 @@ class PeerComparison:
     """Per step, those of them that ran in the forward pass."""
     book_comm_bytes: list[int] = dataclasses.field(default_factory=list)
     """Bytes each rank sent in the book's run, over all steps (as ``python -m distlib.train`` counts them)."""
+    book_step_seconds: list[float] = dataclasses.field(default_factory=list)
+    """Per step, the book's wall time on the slowest rank (the module docstring says what is timed)."""
+    peer_step_seconds: list[float] = dataclasses.field(default_factory=list)
+    """Per step, PyTorch's wall time on the slowest rank, over the same region."""
     run_id: str = ""
     """The launch's ``DISTLIB_RUN_ID`` (:func:`distlib.engines.stray_processes`)."""
 
@@ -104,7 +120,8 @@ class PeerComparison:
 
 
 def _book_run(comm, *, dp: int, tp: int, zero: int, steps: int, seed: int, sp: bool = False) -> tuple:
-    """The book's layout on ``comm``: ``(losses, collectives of each step by kind, every rank's bytes sent)``."""
+    """The book's layout on ``comm``: ``(losses, collectives of each step by kind, every rank's bytes sent,
+    each step's seconds on the slowest rank)``."""
     from ..engines.comm import CountingComm
     from .worker import train_rank
 
@@ -116,7 +133,12 @@ def _book_run(comm, *, dp: int, tp: int, zero: int, steps: int, seed: int, sp: b
     for now in totals:  # after each step: the running totals, so each step's own counts are the differences
         per_step.append({k: v - before.get(k, 0) for k, v in now.items() if v - before.get(k, 0)})
         before = now
-    return report.losses, per_step, comm.allgather_object(counted.bytes_sent)
+    return report.losses, per_step, comm.allgather_object(counted.bytes_sent), _slowest(comm, report.step_seconds)
+
+
+def _slowest(comm, seconds) -> list:
+    """Each step's seconds on the slowest rank (every rank passes its own, every rank gets the answer)."""
+    return [max(step) for step in zip(*comm.allgather_object(list(seconds)))]
 
 
 def _named(counts) -> dict:
@@ -147,7 +169,7 @@ def _counted_step(model, optimizer, tokens, targets) -> tuple:
 
 def _peer_run(comm, model, *, steps: int, seed: int, dp: int) -> tuple:
     """PyTorch's layout (already applied to ``model``): ``(global losses, collectives of each step, those of
-    its forward pass)``.
+    its forward pass, each step's seconds on the slowest rank)``.
 
     Data-parallel rank ``comm.rank`` of ``dp`` takes its sequences of each global batch (all of them with
     ``dp=1``: every tensor-parallel rank reads the whole batch).
@@ -158,18 +180,20 @@ def _peer_run(comm, model, *, steps: int, seed: int, dp: int) -> tuple:
     from .torch_model import adam_for
 
     optimizer = adam_for(model)
-    config, losses, counts, forwards = model.config, [], [], []
+    config, losses, counts, forwards, seconds = model.config, [], [], [], []
     for step in range(steps):
+        start = time.perf_counter()  # the region train_rank times: batch, step, the loss's all-reduce
         batch = global_batch(seed, step, seq=config.seq, vocab=config.vocab)
         tokens, targets = local_batch(*batch, comm.rank % dp, dp)
         loss, counted, forward = _counted_step(model, optimizer, tokens, targets)
         if dp > 1:  # the global batch's loss, the mean of the ranks' means, as the book's trainer reports it
             dist.all_reduce(loss)
             loss = loss / dp
+        seconds.append(time.perf_counter() - start)
         losses.append(float(loss))
         counts.append(counted)
         forwards.append(forward)
-    return losses, counts, forwards
+    return losses, counts, forwards, _slowest(comm, seconds)
 
 
 def _twin(seed: int):
@@ -196,15 +220,15 @@ def fsdp_main(argv=None) -> None:
     from ..engines.torch_numpy import numpy_world
 
     ns, comm = _rank_flags(argv), numpy_world()
-    book_losses, book_counts, book_bytes = _book_run(comm, dp=comm.size, tp=1, zero=3, steps=ns.steps,
+    book_losses, book_counts, book_bytes, book_seconds = _book_run(comm, dp=comm.size, tp=1, zero=3, steps=ns.steps,
                                                      seed=ns.seed)  # fmt: skip
     model = _twin(ns.seed)
     for block in model.blocks:
         fully_shard(block)
     fully_shard(model)  # the root: the embeddings, the final norm and the output projection, one group
-    peer_losses, peer_counts, forwards = _peer_run(comm, model, steps=ns.steps, seed=ns.seed, dp=comm.size)
+    peer_losses, peer_counts, forwards, peer_seconds = _peer_run(comm, model, steps=ns.steps, seed=ns.seed, dp=comm.size)
     emit(PeerComparison("FSDP2 fully_shard", "ZeRO-3", comm.size, ns.steps, ns.seed, book_losses, peer_losses,
-                        book_counts, peer_counts, forwards, book_bytes))  # fmt: skip
+                        book_counts, peer_counts, forwards, book_bytes, book_seconds, peer_seconds))  # fmt: skip
 
 
 def tp_main(argv=None) -> None:
@@ -217,7 +241,7 @@ def tp_main(argv=None) -> None:
 
     ns, comm = _rank_flags(argv), numpy_world()
     sp = bool(ns.sp)
-    book_losses, book_counts, book_bytes = _book_run(comm, dp=1, tp=comm.size, zero=0, steps=ns.steps,
+    book_losses, book_counts, book_bytes, book_seconds = _book_run(comm, dp=1, tp=comm.size, zero=0, steps=ns.steps,
                                                      seed=ns.seed, sp=sp)  # fmt: skip
     model, mesh = _twin(ns.seed), init_device_mesh("cpu", (comm.size,))
     if sp:
@@ -227,10 +251,10 @@ def tp_main(argv=None) -> None:
                 "mlp_in": ColwiseParallel(), "mlp_out": RowwiseParallel()}  # fmt: skip
         for block in model.blocks:
             parallelize_module(block, mesh, plan)
-    peer_losses, peer_counts, forwards = _peer_run(comm, model, steps=ns.steps, seed=ns.seed, dp=1)
+    peer_losses, peer_counts, forwards, peer_seconds = _peer_run(comm, model, steps=ns.steps, seed=ns.seed, dp=1)
     emit(PeerComparison("DTensor parallelize_module", "Megatron TP + SP" if sp else "Megatron TP", comm.size,
                         ns.steps, ns.seed, book_losses, peer_losses, book_counts, peer_counts, forwards,
-                        book_bytes))  # fmt: skip
+                        book_bytes, book_seconds, peer_seconds))  # fmt: skip
 
 
 def _sequence_parallel(model, mesh) -> None:
@@ -310,6 +334,7 @@ def fsdp_beside_zero3(ranks: int = 2, steps: int = 3, seed: int = 0, *, timeout:
     PeerComparison
         ``book_counts``: ``allgather`` and ``reduce_scatter`` of the parameters and gradients, and the
         ``allreduce`` of the loss; ``peer_counts``: ``all_gather_into_tensor`` and ``reduce_scatter_tensor``.
+        ``book_step_seconds`` and ``peer_step_seconds``: each step's wall time on the slowest rank.
 
     Raises
     ------
@@ -352,6 +377,7 @@ def tp_beside_megatron(ranks: int = 2, steps: int = 3, seed: int = 0, *, timeout
         ``peer_counts``: ``all_reduce``; with ``sequence_parallel``, ``allgather`` and ``reduce_scatter``
         (``all_gather_into_tensor``, ``reduce_scatter_tensor``) of the activations in their place, and
         ``allreduce`` of the norms' gradients.
+        ``book_step_seconds`` and ``peer_step_seconds``: each step's wall time on the slowest rank.
 
     Raises
     ------
