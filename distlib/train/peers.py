@@ -226,7 +226,8 @@ def fsdp_main(argv=None) -> None:
     for block in model.blocks:
         fully_shard(block)
     fully_shard(model)  # the root: the embeddings, the final norm and the output projection, one group
-    peer_losses, peer_counts, forwards, peer_seconds = _peer_run(comm, model, steps=ns.steps, seed=ns.seed, dp=comm.size)
+    peer_losses, peer_counts, forwards, peer_seconds = _peer_run(comm, model, steps=ns.steps, seed=ns.seed,
+                                                                 dp=comm.size)  # fmt: skip
     emit(PeerComparison("FSDP2 fully_shard", "ZeRO-3", comm.size, ns.steps, ns.seed, book_losses, peer_losses,
                         book_counts, peer_counts, forwards, book_bytes, book_seconds, peer_seconds))  # fmt: skip
 
