@@ -202,6 +202,19 @@ def test_dtensor_sequence_parallelism_trains_as_the_books_with_the_same_gathers_
         assert peer == {"all_gather_into_tensor": 4 * L + 2, "reduce_scatter_tensor": 4 * L, "all_reduce": 12 * L}
 
 
+@pytest.mark.engines
+@pytest.mark.slow
+def test_a_peer_check_without_counting_still_trains_alike_and_times_every_step():
+    from distlib.train.peers import tp_beside_megatron
+
+    c = tp_beside_megatron(ranks=2, steps=2, seed=SEED, timeout=150, count=False)  # as bench_train.py runs it
+    assert stray_processes(c.run_id) == []
+    assert c.peer_counts == [] and c.peer_forward_counts == [] and len(c.book_counts) == 2
+    assert c.max_loss_difference < 1e-9 and len(c.peer_losses) == 2
+    for seconds in (c.book_step_seconds, c.peer_step_seconds):
+        assert len(seconds) == 2 and min(seconds) > 0, seconds
+
+
 def test_the_peer_checks_refuse_bad_arguments_before_starting():
     from distlib.train.peers import fsdp_beside_zero3, tp_beside_megatron
 
@@ -215,6 +228,8 @@ def test_the_peer_checks_refuse_bad_arguments_before_starting():
         tp_beside_megatron(timeout=0)
     with pytest.raises(ValueError, match="sequence_parallel must be True or False"):
         tp_beside_megatron(sequence_parallel="yes")
+    with pytest.raises(ValueError, match="count must be True or False"):
+        fsdp_beside_zero3(count=1)
 
 
 def test_gloo_without_torch_is_one_line_naming_the_flag_and_starts_nothing(monkeypatch, capsys):

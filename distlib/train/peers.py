@@ -39,8 +39,9 @@ optimizer step, and the one-value all-reduce of the loss over the
 data-parallel ranks (none with tensor parallelism alone); not converting
 and recording the loss. Both runs are timed with their counters on (the
 book's :class:`~distlib.engines.comm.CountingComm`, PyTorch's
-``CommDebugMode``, which sees every operator: on this small model a real
-share of PyTorch's step).
+``CommDebugMode``, which dispatches every operator through Python: on
+this small model it makes PyTorch's step about six times slower), unless
+``count=False`` turns PyTorch's counter off, as ``benchmarks/bench_train.py`` does.
 """
 
 from __future__ import annotations
@@ -150,29 +151,36 @@ def _named(counts) -> dict:
     return out
 
 
-def _counted_step(model, optimizer, tokens, targets) -> tuple:
-    """One training step under CommDebugMode: ``(loss, counts of the step, counts of its forward pass)``."""
+def _counted_step(model, optimizer, tokens, targets, count: bool = True) -> tuple:
+    """One training step under CommDebugMode: ``(loss, counts of the step, counts of its forward pass)``.
+
+    With ``count=False`` the step runs without it (both counts ``None``): CommDebugMode dispatches every
+    operator through Python, which on this small model makes a step several times slower.
+    """
+    import contextlib
+
     import torch
     from torch.distributed.tensor.debug import CommDebugMode
 
     with warnings.catch_warnings():
         for message in _QUIET:
             warnings.filterwarnings("ignore", message=message, category=UserWarning)
-        with CommDebugMode() as mode:
+        with CommDebugMode() if count else contextlib.nullcontext() as mode:
             loss = model(torch.from_numpy(tokens), torch.from_numpy(targets))
-            forward = _named(mode.get_comm_counts())
+            forward = _named(mode.get_comm_counts()) if count else None
             loss.backward()
             optimizer.step()
             optimizer.zero_grad()
-    return loss.detach(), _named(mode.get_comm_counts()), forward
+    return loss.detach(), _named(mode.get_comm_counts()) if count else None, forward
 
 
-def _peer_run(comm, model, *, steps: int, seed: int, dp: int) -> tuple:
+def _peer_run(comm, model, *, steps: int, seed: int, dp: int, count: bool = True) -> tuple:
     """PyTorch's layout (already applied to ``model``): ``(global losses, collectives of each step, those of
     its forward pass, each step's seconds on the slowest rank)``.
 
     Data-parallel rank ``comm.rank`` of ``dp`` takes its sequences of each global batch (all of them with
-    ``dp=1``: every tensor-parallel rank reads the whole batch).
+    ``dp=1``: every tensor-parallel rank reads the whole batch). With ``count=False``, no CommDebugMode
+    and no counts (both lists empty).
     """
     import torch.distributed as dist
 
@@ -185,14 +193,15 @@ def _peer_run(comm, model, *, steps: int, seed: int, dp: int) -> tuple:
         start = time.perf_counter()  # the region train_rank times: batch, step, the loss's all-reduce
         batch = global_batch(seed, step, seq=config.seq, vocab=config.vocab)
         tokens, targets = local_batch(*batch, comm.rank % dp, dp)
-        loss, counted, forward = _counted_step(model, optimizer, tokens, targets)
+        loss, counted, forward = _counted_step(model, optimizer, tokens, targets, count)
         if dp > 1:  # the global batch's loss, the mean of the ranks' means, as the book's trainer reports it
             dist.all_reduce(loss)
             loss = loss / dp
         seconds.append(time.perf_counter() - start)
         losses.append(float(loss))
-        counts.append(counted)
-        forwards.append(forward)
+        if count:
+            counts.append(counted)
+            forwards.append(forward)
     return losses, counts, forwards, _slowest(comm, seconds)
 
 
@@ -209,6 +218,7 @@ def _rank_flags(argv) -> argparse.Namespace:
     parser.add_argument("--steps", type=int, required=True)
     parser.add_argument("--seed", type=int, required=True)
     parser.add_argument("--sp", type=int, default=0)
+    parser.add_argument("--count", type=int, default=1)
     return parser.parse_args(sys.argv[1:] if argv is None else argv)
 
 
@@ -227,7 +237,7 @@ def fsdp_main(argv=None) -> None:
         fully_shard(block)
     fully_shard(model)  # the root: the embeddings, the final norm and the output projection, one group
     peer_losses, peer_counts, forwards, peer_seconds = _peer_run(comm, model, steps=ns.steps, seed=ns.seed,
-                                                                 dp=comm.size)  # fmt: skip
+                                                                 dp=comm.size, count=bool(ns.count))  # fmt: skip
     emit(PeerComparison("FSDP2 fully_shard", "ZeRO-3", comm.size, ns.steps, ns.seed, book_losses, peer_losses,
                         book_counts, peer_counts, forwards, book_bytes, book_seconds, peer_seconds))  # fmt: skip
 
@@ -252,7 +262,8 @@ def tp_main(argv=None) -> None:
                 "mlp_in": ColwiseParallel(), "mlp_out": RowwiseParallel()}  # fmt: skip
         for block in model.blocks:
             parallelize_module(block, mesh, plan)
-    peer_losses, peer_counts, forwards, peer_seconds = _peer_run(comm, model, steps=ns.steps, seed=ns.seed, dp=1)
+    peer_losses, peer_counts, forwards, peer_seconds = _peer_run(comm, model, steps=ns.steps, seed=ns.seed, dp=1,
+                                                                 count=bool(ns.count))  # fmt: skip
     emit(PeerComparison("DTensor parallelize_module", "Megatron TP + SP" if sp else "Megatron TP", comm.size,
                         ns.steps, ns.seed, book_losses, peer_losses, book_counts, peer_counts, forwards,
                         book_bytes, book_seconds, peer_seconds))  # fmt: skip
@@ -292,13 +303,16 @@ def _sequence_parallel(model, mesh) -> None:
 # ----------------------------------------------------------------------------
 
 
-def _launch(main: str, ranks: int, steps: int, seed: int, timeout: float, sp: bool = False) -> PeerComparison:
+def _launch(main: str, ranks: int, steps: int, seed: int, timeout: float, sp: bool = False,
+            count: bool = True) -> PeerComparison:  # fmt: skip
     from ..engines.launch import run_torch
     from ..engines.report import read
     from ..engines.torch_dist import import_torch
 
     import_torch()  # "pip install torch" here, once, before any rank starts
-    args = ["--steps", str(steps), "--seed", str(seed), "--sp", str(int(sp))]
+    if not isinstance(count, bool):
+        raise ValueError(f"count must be True or False, got {count!r}")
+    args = ["--steps", str(steps), "--seed", str(seed), "--sp", str(int(sp)), "--count", str(int(count))]
     result = run_torch(f"distlib.train.peers:{main}", ranks, args=args, timeout=timeout)
     return dataclasses.replace(read(result, PeerComparison), run_id=result.run_id)
 
@@ -318,7 +332,8 @@ def _ranks_of(ranks, choices, what: str) -> int:
     return ranks
 
 
-def fsdp_beside_zero3(ranks: int = 2, steps: int = 3, seed: int = 0, *, timeout: float = 120.0) -> PeerComparison:
+def fsdp_beside_zero3(ranks: int = 2, steps: int = 3, seed: int = 0, *, timeout: float = 120.0,
+                      count: bool = True) -> PeerComparison:  # fmt: skip
     """The book's ZeRO-3 and FSDP2's ``fully_shard`` on the same ``ranks`` gloo ranks, side by side.
 
     Parameters
@@ -329,6 +344,10 @@ def fsdp_beside_zero3(ranks: int = 2, steps: int = 3, seed: int = 0, *, timeout:
         Training steps; the seed of the parameters and of the data.
     timeout : float
         Seconds before the launch is stopped.
+    count : bool
+        Count PyTorch's collectives (CommDebugMode). ``False``: ``peer_counts`` and
+        ``peer_forward_counts`` stay empty, and ``peer_step_seconds`` time PyTorch's step without
+        CommDebugMode's per-operator dispatch (what a benchmark wants; the book's counter costs nothing).
 
     Returns
     -------
@@ -353,11 +372,11 @@ def fsdp_beside_zero3(ranks: int = 2, steps: int = 3, seed: int = 0, *, timeout:
     """
     choices = [d for d in range(2, GLOBAL_BATCH + 1) if GLOBAL_BATCH % d == 0]
     ranks = _ranks_of(ranks, choices, f"divide the global batch of {GLOBAL_BATCH} sequences")
-    return _launch("fsdp_main", ranks, *_check_run(steps, seed, timeout))
+    return _launch("fsdp_main", ranks, *_check_run(steps, seed, timeout), count=count)
 
 
 def tp_beside_megatron(ranks: int = 2, steps: int = 3, seed: int = 0, *, timeout: float = 120.0,
-                       sequence_parallel: bool = False) -> PeerComparison:  # fmt: skip
+                       sequence_parallel: bool = False, count: bool = True) -> PeerComparison:  # fmt: skip
     """The book's tensor parallelism and DTensor's ``parallelize_module`` on the same ``ranks`` gloo ranks.
 
     Parameters
@@ -368,6 +387,10 @@ def tp_beside_megatron(ranks: int = 2, steps: int = 3, seed: int = 0, *, timeout
         Training steps; the seed of the parameters and of the data.
     timeout : float
         Seconds before the launch is stopped.
+    count : bool
+        Count PyTorch's collectives (CommDebugMode). ``False``: ``peer_counts`` and
+        ``peer_forward_counts`` stay empty, and ``peer_step_seconds`` time PyTorch's step without
+        CommDebugMode's per-operator dispatch (what a benchmark wants; the book's counter costs nothing).
     sequence_parallel : bool
         The book's ``--sp`` beside DTensor's ``SequenceParallel`` (module docstring).
 
@@ -401,4 +424,4 @@ def tp_beside_megatron(ranks: int = 2, steps: int = 3, seed: int = 0, *, timeout
         raise ValueError(f"sequence_parallel must be True or False, got {sequence_parallel!r}")
     if sequence_parallel and config.seq % ranks:
         raise ValueError(f"ranks must divide the sequence of {config.seq} tokens with sequence_parallel, got {ranks}")
-    return _launch("tp_main", ranks, *_check_run(steps, seed, timeout), sp=sequence_parallel)
+    return _launch("tp_main", ranks, *_check_run(steps, seed, timeout), sp=sequence_parallel, count=count)
