@@ -43,8 +43,10 @@ def test_widgets_render_from_saved_state(browser, book_server, chapter):
     base, _ = book_server
     visit = PageVisit(browser, f"{base}/{chapter}")
     page = visit.page
-    page.wait_for_selector(".widget-slider", timeout=15000)
-    assert page.locator(".widget-slider").count() >= 1
+    # the saved state renders the widgets' controls (a slider, a menu or toggle buttons: chapter 11 has no slider)
+    controls = ".distlib-widget .widget-slider, .distlib-widget .widget-dropdown, .distlib-widget .widget-toggle-buttons"
+    page.wait_for_selector(controls, timeout=15000)
+    assert page.locator(controls).count() >= 1
     # every chapter's widget shows a picture drawn at build time
     imgs = page.locator(".distlib-widget img.distlib-frame")
     assert imgs.count() >= 1
@@ -139,6 +141,11 @@ def _frames(page, i):
 
 
 def _wait_frames_change(page, i, before, timeout=5000):
+    # the reader looks at the picture: bring the widget's shown frame into view, for its lazy image to load
+    # (a widget with four rows of controls has its picture below the fold once a menu is scrolled to)
+    page.evaluate("(i) => { const w = document.querySelector(`.distlib-widget[data-distlib-index=\"${i}\"]`);"
+                  " const img = [...w.querySelectorAll('img.distlib-frame')].find(im => im.offsetParent !== null);"
+                  " if (img) img.scrollIntoView({block: 'center'}); }", i)
     page.wait_for_function(
         "([i, before]) => { const w = document.querySelector(`.distlib-widget[data-distlib-index=\"${i}\"]`);"
         " const s = [...w.querySelectorAll('img.distlib-frame')].filter(img => img.offsetParent !== null)"
@@ -266,6 +273,10 @@ PROSE_ASKS = {
     "notebooks/09_mini_cluster.html": {"ranks per node": "ranks per node", "shrink the buffer": "buffer per rank"},
     "notebooks/10_zero.html": {"Switch the ZeRO stage": "ZeRO stage", "raise the GPUs": "GPUs p",
                                "set the parameters to 1T": "parameters"},
+    "notebooks/11_tensor.html": {"Switch where the T ranks sit": "T ranks sit",
+                                 "lower the tensor-parallel T": "tensor-parallel T",
+                                 "Turn on sequence parallel": "sequence parallel",
+                                 "pick selective recomputation": "recomputation"},
 }
 
 
