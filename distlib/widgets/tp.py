@@ -59,6 +59,7 @@ GPT-3's layer: that is why tensor parallelism stays inside a node.
 from __future__ import annotations
 
 import html
+import math
 from dataclasses import dataclass
 
 import ipywidgets as w
@@ -215,10 +216,22 @@ def _log_limits(lo: float, hi: float, *, headroom: float) -> tuple:
     >>> _log_limits(1.0, 100.0, headroom=0.5)
     (1.0, 10000.0)
     """
-    import math
-
     a, b = math.log10(lo), math.log10(hi)
     return lo, 10 ** ((b - headroom * a) / (1 - headroom))
+
+
+def _t_axes(ax, lo: float, hi: float, *, headroom: float, fmt) -> None:
+    """Log axes over every T: x the degrees, y from ``lo`` to ``hi`` plus ``headroom``, a tick per decade (``fmt``)."""
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlim(0.8, TP_DEGREES[-1] * 1.25)
+    ax.set_ylim(*_log_limits(lo, hi, headroom=headroom))
+    ax.set_xticks(TP_DEGREES, [str(t) for t in TP_DEGREES])
+    ax.minorticks_off()
+    y0, y1 = ax.get_ylim()
+    decades = [10.0**k for k in range(math.ceil(math.log10(y0)), math.floor(math.log10(y1)) + 1)]
+    ax.set_yticks(decades, [fmt(y) for y in decades])
+    ax.set_xlabel("tensor-parallel T")
 
 
 class TensorParallelWidget(FigureWidget):
@@ -294,7 +307,6 @@ class TensorParallelWidget(FigureWidget):
 
     # ---- the fixed parts of the picture -------------------------------------
     def _draw_axes(self, narrow: bool) -> None:
-        import math
 
         shape = (self.seq, self.micro_batch, self.hidden, self.heads)
         views = {(t, sp, m): self._view(t, sp, m, "nvlink")
@@ -302,19 +314,9 @@ class TensorParallelWidget(FigureWidget):
         spec = _accelerator(self.accelerator)
 
         ax = self.mem_ax
-        ax.set_xscale("log", base=2)
-        ax.set_yscale("log")
-        ax.set_xlim(0.8, TP_DEGREES[-1] * 1.25)
         acts = [v.activation_bytes for v in views.values()]
-        lo, hi = min(acts), max(acts)
         # room under the lowest curve for its label, and over the highest for the legend
-        ax.set_ylim(*_log_limits(lo / 3.5, hi, headroom=0.33))
-        ax.set_xticks(TP_DEGREES, [str(t) for t in TP_DEGREES])
-        ax.minorticks_off()
-        y0, y1 = ax.get_ylim()
-        decades = [10.0**k for k in range(math.ceil(math.log10(y0)), math.floor(math.log10(y1)) + 1)]
-        ax.set_yticks(decades, [fmt_bytes(y) for y in decades])
-        ax.set_xlabel("tensor-parallel T")
+        _t_axes(ax, min(acts) / 3.5, max(acts), headroom=0.33, fmt=fmt_bytes)
         ax.set_ylabel("per layer, per GPU" if narrow else "kept per layer, per GPU")
         ax.set_title("activation memory per layer", fontsize=11)
         self.mem_lines = {}
@@ -335,19 +337,9 @@ class TensorParallelWidget(FigureWidget):
                   handlelength=1.6, columnspacing=0.8, handletextpad=0.4, borderaxespad=0.2)
 
         cx = self.time_ax
-        cx.set_xscale("log", base=2)
-        cx.set_yscale("log")
-        cx.set_xlim(0.8, TP_DEGREES[-1] * 1.25)
         times = [v.compute_seconds for v in views.values()]
         times += [v.comm[p] for v in views.values() for p in PLACEMENTS if v.tp > 1]
-        lo, hi = min(times), max(times)
-        cx.set_ylim(*_log_limits(lo / 2.5, hi, headroom=0.36))
-        cx.set_xticks(TP_DEGREES, [str(t) for t in TP_DEGREES])
-        cx.minorticks_off()
-        y0, y1 = cx.get_ylim()
-        decades = [10.0**k for k in range(math.ceil(math.log10(y0)), math.floor(math.log10(y1)) + 1)]
-        cx.set_yticks(decades, [fmt_seconds(y) for y in decades])
-        cx.set_xlabel("tensor-parallel T")
+        _t_axes(cx, min(times) / 2.5, max(times), headroom=0.36, fmt=fmt_seconds)
         cx.set_ylabel("per layer" if narrow else "per layer, per micro batch")
         cx.set_title("TP comm against compute" if narrow else "TP communication against compute", fontsize=11)
         link = spec.link_name.split()[0] if spec.link_name else "scale-up link"
