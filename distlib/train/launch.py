@@ -18,7 +18,7 @@ from .data import GLOBAL_BATCH
 from .model import Config
 from .results import RankReport, TrainResult
 
-__all__ = ["ENGINES", "MAX_STEPS", "MAX_SEED", "layout_problem", "check_layout", "is_pipeline", "train"]
+__all__ = ["ENGINES", "MAX_STEPS", "MAX_SEED", "layout_problem", "check_layout", "is_pipeline", "cluster_nodes", "train"]
 
 ENGINES = ("mpi", "gloo")
 """What ``--engine`` names: MPI ranks (mpi4py) or torch.distributed ranks over gloo (:mod:`distlib.train.gloo`)."""
@@ -121,13 +121,25 @@ def _sp_problem(*, sp, tp, config) -> str | None:
     return None
 
 
+def cluster_nodes(nodes, link_gbit) -> int | None:
+    """The mini cluster's nodes a run asks for: ``nodes``, 2 when only ``link_gbit`` is given, ``None`` for none.
+
+    >>> cluster_nodes(None, None), cluster_nodes(None, 1.0), cluster_nodes(3, None)
+    (None, 2, 3)
+    """
+    if nodes is None and link_gbit is None:
+        return None
+    return 2 if nodes is None else nodes
+
+
 def _placement_problem(n: int, *, ranks, nodes, link_gbit, engine) -> str | None:
     """``--ranks`` (it must be D x T x P) and ``--nodes`` / ``--link-gbit`` (a mini cluster that can be made here)."""
     if ranks is not None and (isinstance(ranks, bool) or not isinstance(ranks, int) or ranks != n):
         return f"--ranks must equal --dp times --tp times --pp ({n}) when given, got {ranks!r}"
-    if nodes is None and link_gbit is None:
+    nodes = cluster_nodes(nodes, link_gbit)
+    if nodes is None:
         return None
-    problem = cluster_problem(ranks=n, nodes=2 if nodes is None else nodes, link_gbit=link_gbit, engine=engine,
+    problem = cluster_problem(ranks=n, nodes=nodes, link_gbit=link_gbit, engine=engine,
                               ranks_flag="--dp times --tp times --pp")  # fmt: skip
     if problem:
         return problem
@@ -227,13 +239,13 @@ def train(*, dp: int = 1, tp: int = 1, pp: int = 1, zero: int = 0, steps: int = 
                  link_gbit=link_gbit, sp=sp)  # fmt: skip
     flags = dict(dp=dp, tp=tp, pp=pp, zero=zero, steps=steps, seed=seed, engine=engine, timeout=timeout,
                  schedule=schedule, chunks=chunks, microbatches=microbatches, sp=sp)  # fmt: skip
-    if nodes is None and link_gbit is None:
+    nodes = cluster_nodes(nodes, link_gbit)
+    if nodes is None:
         return _train_here(**flags)
     import dataclasses
 
     from ..minicluster import mini_cluster
 
-    nodes = 2 if nodes is None else nodes
     with mini_cluster(nodes, link_gbit=link_gbit) as cluster:
         result = _train_here(**flags, cluster=cluster)
         links = {node.hostname: cluster.link_bytes(node).total for node in cluster.nodes}
