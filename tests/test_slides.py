@@ -260,6 +260,18 @@ def test_a_heading_with_nothing_under_it_heads_the_next_slide():
     assert '<p class="kicker">Worked problems</p><h2>Parts</h2>' in sections[1]
 
 
+def test_a_sentence_that_only_announces_the_next_does_not_stand_for_its_paragraph():
+    nb = small_chapter(f"# 1. T\n\n{LEARN}",
+                       "## Costs\n\nTwo things stand out. The ring sends the fewest bytes of all of them.\n\n"
+                       "Now the bytes sent. Each rank ships almost its whole buffer out twice.\n\n"
+                       "One message: latency plus bytes over the bandwidth of the link.")
+    _, sections, _ = slides.chapter_slides(nb, {}, "01_x")
+    points = sections[1].split('<aside class="notes">')[0]
+    assert "The ring sends the fewest bytes" in points and "Each rank ships" in points
+    assert "Two things stand out" not in points and "Now the bytes sent" not in points
+    assert "One message: latency plus bytes" in points  # a colon makes it a statement, not an announcement
+
+
 def test_a_formula_inside_a_sentence_is_shown_inside_it_and_the_notes_read_it_out():
     nb = small_chapter(f"# 1. T\n\n{LEARN}",
                        "## Bytes\n\nEach rank sends\n\n$$\n2\\frac{p-1}{p}n\n$$\n\nbytes in all. Then it stops.")

@@ -865,13 +865,25 @@ def short_list_html(item: Item) -> str:
     return f"<{tag}>{lis}</{tag}>"
 
 
+#: a short sentence that only announces what follows ("Two things stand out.", "Now the bytes sent.",
+#: "The overlap numbers need care."): on a slide it says nothing, so the paragraph's next sentence leads
+ANNOUNCES = re.compile(r"((One|Two|Three|Four|Five|Six) \w+s\b[^:]*|Now\b[^:]*|[^:]*\bneeds? care)[.:]?")
+ANNOUNCE_WORDS = 6
+
+
+def announces(text: str) -> bool:
+    """True for a sentence of a few words that only announces the next ones (see :data:`ANNOUNCES`)."""
+    return words(text) <= ANNOUNCE_WORDS and bool(ANNOUNCES.fullmatch(text.strip()))
+
+
 def good_lead(sentence) -> bool:
     """A sentence that can stand alone on a slide: not an aside in parentheses, not the end of a sentence
-    a formula began, not one that points at something the slide does not show, not too long."""
+    a formula began, not one that points at something the slide does not show, not one that only
+    announces the next sentences, not too long."""
     text = plain_text(sentence).strip()
     starts_lower = sentence[0].type == "text" and sentence[0].content.lstrip()[:1].islower()
     return (bool(text) and not text.startswith("(") and not starts_lower and words(text) <= LEAD_WORDS
-            and not re.match(r"(Here (is|are)|Read |Step through)", text))
+            and not re.match(r"(Here (is|are)|Read |Step through)", text) and not announces(text))
 
 
 def widget_lead(prose: list[Item]):
