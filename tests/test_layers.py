@@ -46,6 +46,7 @@ MODEL_MODULES = {
     "distlib.nccl_tables",
     # the parts distlib.overlap re-exports (one concept each)
     "distlib.overlap_schedule", "distlib.overlap_formulas", "distlib.overlap_buckets", "distlib.overlap_ddp",
+    "distlib.overlap_zero",  # ZeRO-3 on chapter 8's two streams (chapter 10)
     # Part IV: parallel training
     "distlib.pipeline_schedule", "distlib.activations",
     # Part IV: choosing a layout (the model's shape, the published runs, the planner)
