@@ -108,3 +108,23 @@ def test_bad_input_names_the_parameter_and_its_range(kwargs, match):
     args.update(kwargs)
     with pytest.raises((TypeError, ValueError), match=match):
         zero3_timeline(**args)
+
+
+def test_the_drawing_shades_every_wait_and_refuses_other_results():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from distlib.overlap import overlap_timeline
+    from distlib.plots.overlap import plot_zero3_timeline
+
+    t = zero3_timeline(4, 2e-3, 4e-3, 3e-3, 1e-3)
+    fig, ax = plt.subplots()
+    art = plot_zero3_timeline(ax, t)
+    assert len(art["exposed"]) == len(t.idle) > 1
+    assert len(art["compute"].get_paths()) == 8 and len(art["comm"].get_paths()) == 12
+    assert "2 layers held" in art["title"].get_text()
+    with pytest.raises(TypeError, match="timeline must be a Zero3Timeline"):
+        plot_zero3_timeline(ax, overlap_timeline([1.0], [1.0]))
+    plt.close(fig)

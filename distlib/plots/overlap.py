@@ -21,15 +21,17 @@ from ..static.legend import legend_below
 from ..static.phone import phone_layout, phone_spec
 from ..static.pictures import CSS_DPI, NARROW
 from ..overlap import BucketSweep, OverlapTimeline
+from ..overlap_zero import Zero3Timeline
 
-__all__ = ["TimelinePicture", "plot_timeline", "plot_bucket_sweep", "plot_measured_sweep", "animate_timeline",
-           "time_unit", "phone_figure", "COLORS"]
+__all__ = ["TimelinePicture", "plot_timeline", "plot_zero3_timeline", "plot_bucket_sweep", "plot_measured_sweep",
+           "animate_timeline", "time_unit", "phone_figure", "COLORS"]
 
 COLORS = {
     "forward": "#9e9e9e",
     "backward": ("#4c72b0", "#7a98cf"),  # alternate shades so adjacent layers stay apart
     "comm": ("#dd8452", "#f2b48a"),
     "exposed": "#D55E00",
+    "reduce_scatter": ("#55a868", "#8cc79b"),  # ZeRO's gradient collective, beside the orange all-gathers
 }
 _ROW_Y = {"compute": 1.0, "comm": 0.0}
 _HEIGHT = 0.6
@@ -286,6 +288,55 @@ def plot_timeline(ax, timeline, *, until=None, xmax=None, title=True, ready_mark
     pic.set_timeline(timeline, until=until, xmax=xmax)
     _phone_taller(ax.figure, 24 if title else 0)  # its title takes two lines on a phone
     return pic.artists()
+
+
+def plot_zero3_timeline(ax, timeline, *, xmax=None, title=True) -> dict:
+    """Gantt chart of one ZeRO-3 step (:func:`distlib.overlap_zero.zero3_timeline`), drawn like :func:`plot_timeline`.
+
+    The compute row shows the forward (grey) and backward (blue) of each
+    layer; the communication row the all-gathers (orange) and
+    reduce-scatters (green). Every interval the compute waits for
+    communication is shaded red and hatched, as chapter 8's exposed span.
+
+    Returns the artists: ``"compute"``, ``"comm"`` (PolyCollections),
+    ``"exposed"`` (a list of Rectangles), ``"title"`` and ``"scale"``.
+    """
+    if not isinstance(timeline, Zero3Timeline):
+        raise TypeError(f"timeline must be a Zero3Timeline from zero3_timeline(...), got {type(timeline).__name__}")
+    end = timeline.step_time if xmax is None else float(xmax)
+    scale, unit = time_unit(max(end, 1e-12))
+    rows = {"compute": ([], [], []), "comm": ([], [], [])}
+    for ev in timeline.events:
+        if ev.kind == "comm":
+            shades = COLORS["reduce_scatter"] if ev.label.startswith("reduce") else COLORS["comm"]
+            color = shades[ev.index % 2]
+        else:
+            color = COLORS["forward"] if ev.kind == "forward" else COLORS["backward"][ev.index % 2]
+        for part, value in zip(rows[ev.row], (ev.start, ev.end, color)):
+            part.append(value)
+    out = {"scale": scale, "exposed": []}
+    for row, (starts, ends, colors) in rows.items():
+        coll = PolyCollection(_verts(np.array(starts), np.array(ends), _ROW_Y[row], scale), facecolors=colors,
+                              edgecolors="white", linewidths=0.6)
+        out[row] = ax.add_collection(coll)
+    for lo, hi in timeline.idle:
+        out["exposed"].append(ax.add_patch(Rectangle(
+            (lo * scale, _ROW_Y["compute"] - _HEIGHT / 2 - 0.1), (hi - lo) * scale, _HEIGHT + 0.2,
+            facecolor=COLORS["exposed"], alpha=0.15, edgecolor=COLORS["exposed"], hatch="//", linewidth=0.8,
+            zorder=0)))
+    ax.set_xlim(0, end * scale * 1.02 if end > 0 else 1.0)
+    ax.set_ylim(-0.5, 1.5)
+    ax.set_yticks([_ROW_Y["compute"], _ROW_Y["comm"]], ["compute", "gather / scatter"])
+    for side in ("top", "right"):
+        ax.spines[side].set_visible(False)
+    ax.set_xlabel(f"time in the step ({unit})")
+    depth = "no prefetch" if timeline.prefetch == 0 else f"prefetch {timeline.prefetch}"
+    held = f"{timeline.peak_units} layer" + ("" if timeline.peak_units == 1 else "s")
+    out["title"] = ax.set_title(
+        f"{depth}: step {timeline.step_time * scale:.3g} {unit}, exposed comm "
+        f"{timeline.exposed_comm * scale:.3g} {unit}, {held} held" if title else "", fontsize=9)
+    _phone_taller(ax.figure, 24 if title else 0)
+    return out
 
 
 def plot_bucket_sweep(ax, sweep: BucketSweep, *, mark_best=True) -> dict:
