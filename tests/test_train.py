@@ -330,7 +330,7 @@ BAD = [
     (["--dp", "5"], "--dp must divide the global batch of 12 sequences: one of 1, 2, 3, 4, 6, 12; got 5"),
     (["--dp", str(max_ranks()), "--tp", "2"], f"--dp times --tp must be at most {max_ranks()} ranks on this machine"),
     (["--steps", "0"], "--steps must be an integer from 1 to 100000, got 0"),
-    (["--engine", "gloo", "--pp", "2"], "--engine gloo: pipelines"),
+    (["--engine", "gloo", "--pp", "3"], "--pp must divide the 8 layers"),  # gloo's stages: the same checks
     (["--engine", "nccl"], "--engine must be one of mpi, gloo; got 'nccl'"),
     (["--timeout", "0"], "--timeout must be more than 0"),
     (["--dp", "two"], "argument --dp: invalid int value: 'two'"),

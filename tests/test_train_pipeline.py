@@ -6,11 +6,14 @@ adds the microbatches' gradients, so it can only match the run that does the
 same; the whole-batch run sums over tokens in other groupings and differs in
 the last bits (``test_the_reference_is_the_whole_batch_to_rounding`` bounds
 by how much). Every layout runs once (module fixture ``runs``), 3 steps, and
-the tests below read those runs. Times are printed, never asserted.
+the tests below read those runs; four of them run again on gloo (``--engine
+gloo``, fixture ``gloo_runs``, one through the command line), whose bytes must
+be MPI's to the byte. Times are printed, never asserted.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import math
 import os
@@ -28,6 +31,7 @@ from distlib.train.data import GLOBAL_BATCH
 from distlib.train.microbatches import accumulate_run
 from distlib.train.model import Config
 from distlib.train.pipeline import train_stage_rank
+from distlib.train.stages import stage_ops
 from distlib.train.worker import train_rank
 from conftest import NO_MPI, have_mpi, needs_mpi
 from test_train import kill_rank_mid_run  # the trainer's kill-mid-run check
@@ -37,6 +41,8 @@ STEPS = 3
 SEED = 7
 CONFIG = Config()
 TOL = 1e-12
+NO_TORCH = "torch not installed (pip install torch): --engine gloo needs torch.distributed"
+needs_torch = pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason=NO_TORCH)
 
 
 
@@ -256,6 +262,68 @@ BAD = [
 ]  # fmt: skip
 
 
+# ---------------------------------------------------------------------------
+# The same stages on torch.distributed (gloo)
+# ---------------------------------------------------------------------------
+
+#: Every schedule, with data parallelism (ZeRO-1) and tensor parallelism beside the stages; all in LAYOUTS.
+GLOO_LAYOUTS = [(1, 1, 2, "gpipe", 1, 4, 0), (1, 1, 2, "interleaved", 2, 4, 0), (2, 1, 2, "1f1b", 1, 2, 1),
+                (1, 2, 2, "1f1b", 1, 4, 0)]  # fmt: skip
+GLOO_CLI = GLOO_LAYOUTS[0]  # through python -m distlib.train --engine gloo --json
+
+
+def _cli_json(layout, engine: str) -> dict:
+    dp, tp, pp, schedule, chunks, m, zero = layout
+    argv = ["--dp", dp, "--tp", tp, "--pp", pp, "--schedule", schedule, "--chunks", chunks, "--microbatches", m,
+            "--zero", zero, "--steps", STEPS, "--seed", SEED, "--engine", engine, "--json"]  # fmt: skip
+    cli = subprocess.run([sys.executable, "-m", "distlib.train", *map(str, argv)], capture_output=True, text=True,
+                         timeout=120, env=_env(), cwd=ROOT)  # fmt: skip
+    assert cli.returncode == 0, cli.stderr
+    assert "torch.distributed (gloo) ranks" in cli.stderr and f"step {STEPS}/{STEPS}" in cli.stderr
+    (line,) = cli.stdout.splitlines()  # one JSON object, nothing else on stdout
+    return json.loads(line)
+
+
+@pytest.fixture(scope="module")
+def gloo_runs():
+    """``{layout: {"losses", "param_checksum", "comm_bytes", "state_bytes", ...}}`` of :data:`GLOO_LAYOUTS` on gloo."""
+    from distlib.engines import stray_processes
+    from distlib.train.launch import train
+
+    out = {GLOO_CLI: _cli_json(GLOO_CLI, "gloo")}
+    for layout in GLOO_LAYOUTS[1:]:
+        dp, tp, pp, schedule, chunks, m, zero = layout
+        result = train(dp=dp, tp=tp, pp=pp, zero=zero, steps=STEPS, seed=SEED, timeout=90, schedule=schedule,
+                       chunks=chunks, microbatches=m, engine="gloo")  # fmt: skip
+        assert stray_processes(result.run_id) == []
+        for report in result.ranks:  # each stage ran its schedule's ops, in order
+            want = stage_ops(schedule, pp, m, report.pp_rank, chunks=chunks)
+            assert report.ops == [f"{k}{mb}.{c}" for k, mb, c in want], (layout, report.rank)
+        out[layout] = result.to_json()
+    return out
+
+
+@pytest.mark.engines
+@pytest.mark.slow
+@needs_torch
+def test_pipelines_on_gloo_reproduce_one_process_accumulating_and_send_what_mpi_sends(gloo_runs, request):
+    mpi = request.getfixturevalue("runs") if have_mpi() else {}
+    for layout, body in gloo_runs.items():
+        dp, tp, pp, schedule, chunks, m, zero = layout
+        ref_losses, ref_checksum = accumulate_run(microbatches=dp * m, steps=STEPS, seed=SEED)
+        worst = max(_rel(a, b) for a, b in zip(body["losses"], ref_losses))
+        print(f"gloo dp {dp} x pp {pp} x tp {tp} {schedule} m={m}: losses {worst:.1e} relative to the accumulating run")
+        assert len(body["losses"]) == STEPS and worst < 1e-9, layout
+        assert _rel(body["param_checksum"], ref_checksum) < 1e-9, layout
+        assert len(body["comm_bytes"]) == dp * tp * pp and len(body["idle_seconds"]) == pp
+        for stage in range(pp):  # at least the microbatches' activations and gradients, on either engine
+            ranks = [(d * pp + stage) * tp + t for d in range(dp) for t in range(tp)]
+            assert min(body["comm_bytes"][r] for r in ranks) >= STEPS * _activation_bytes(layout, stage), layout
+        if layout in mpi:  # the same stages, the same messages and collectives: MPI's bytes, to the byte
+            assert body["comm_bytes"] == mpi[layout].comm_bytes and body["state_bytes"] == mpi[layout].state_bytes
+            assert body["losses"] == mpi[layout].losses, layout  # the same arithmetic in the same order
+
+
 @pytest.mark.parametrize("argv, text", BAD)
 def test_a_bad_pipeline_flag_is_one_line_and_starts_nothing(argv, text, capsys, monkeypatch):
     import distlib.engines.launch as launch
@@ -275,3 +343,10 @@ def test_a_bad_pipeline_flag_is_one_line_and_starts_nothing(argv, text, capsys, 
 @needs_mpi
 def test_a_stage_killed_mid_run_ends_the_run_named_and_leaves_nothing():
     kill_rank_mid_run(["--pp", "2", "--microbatches", "4", "--steps", "100000"])
+
+
+@pytest.mark.engines
+@pytest.mark.slow
+@needs_torch
+def test_a_gloo_stage_killed_mid_run_ends_the_run_named_and_leaves_nothing():
+    kill_rank_mid_run(["--pp", "2", "--microbatches", "4", "--steps", "100000", "--engine", "gloo"])

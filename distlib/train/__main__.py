@@ -15,7 +15,10 @@ and with ``--json`` prints one JSON object: ``losses``, ``param_checksum``,
 also each stage's ``idle_seconds`` and ``busy_seconds`` and the measured
 and predicted bubble (:class:`distlib.train.pipeline_results.PipelineResult`).
 ``--engine gloo`` runs the same ranks on torch.distributed
-(:mod:`distlib.train.gloo`), pipelines excepted.
+(:mod:`distlib.train.gloo`), pipeline stages included (their activations
+and gradients through torch.distributed's point-to-point calls)::
+
+    python -m distlib.train --pp 2 --schedule 1f1b --microbatches 4 --steps 5 --engine gloo --json
 """
 
 from __future__ import annotations

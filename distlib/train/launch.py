@@ -78,8 +78,6 @@ def layout_problem(*, dp, tp, pp, zero, steps, seed, engine, timeout, schedule="
         return f"--engine must be one of {', '.join(ENGINES)}; got {engine!r}"
     if engine == "gloo" and not _torch_installed():
         return "--engine gloo needs PyTorch (torch.distributed): pip install torch"
-    if engine != "mpi" and (pp != 1 or microbatches != 1):
-        return f"--engine {engine}: pipelines (--pp {pp}, --microbatches {microbatches}) run on --engine mpi only"
     problem = launch_problem(timeout=timeout)
     if problem:
         return problem
@@ -198,14 +196,15 @@ def train(*, dp: int = 1, tp: int = 1, pp: int = 1, zero: int = 0, steps: int = 
         Pipeline stages; above 1 (or with ``microbatches`` above 1) the run
         is :func:`distlib.train.pipeline_launch.train_pipeline`'s, on
         ``dp * pp * tp`` ranks, and returns a
-        :class:`~distlib.train.pipeline_results.PipelineResult`.
+        :class:`~distlib.train.pipeline_results.PipelineResult`, on either engine.
     zero : int
         ZeRO stage, 0 (DDP) to 3 (:mod:`distlib.train.layout`).
     steps, seed : int
         Training steps; the seed of the parameters and of the data.
     engine : {"mpi", "gloo"}
         MPI ranks, or torch.distributed ranks over gloo; both run the same NumPy program and the book's own
-        collectives (:mod:`distlib.train.gloo`), so they give the same losses and send the same bytes.
+        collectives (:mod:`distlib.train.gloo`), pipeline stages included, so they give the same losses and
+        send the same bytes.
     timeout : float
         Seconds before the run is declared hung and every rank stopped.
     schedule : {"gpipe", "1f1b", "interleaved"}
@@ -260,7 +259,7 @@ def _train_here(*, dp, tp, pp, zero, steps, seed, engine, timeout, schedule, chu
 
         return train_pipeline(dp=dp, tp=tp, pp=pp, zero=zero, steps=steps, seed=seed, timeout=timeout,
                               schedule=schedule, chunks=chunks, microbatches=microbatches, cluster=cluster,
-                              sp=sp)  # fmt: skip
+                              sp=sp, engine=engine)  # fmt: skip
     from ..engines.report import read_all
 
     args = ["--dp", dp, "--tp", tp, "--zero", zero, "--steps", steps, "--seed", seed, "--sp", int(sp)]

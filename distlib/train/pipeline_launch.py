@@ -3,8 +3,11 @@
 :func:`train_pipeline` is what :func:`distlib.train.launch.train` calls when
 the layout has pipeline stages (its flags already checked there): it
 launches ``dp * pp * tp`` ranks of :mod:`distlib.train.pipeline` with
-:func:`distlib.engines.run_mpi` (the one launch path: its timeout, its
-watchdog, its clean-up) and folds their
+:func:`distlib.engines.run_mpi`, or of :func:`distlib.train.gloo.pipeline_main`
+with :func:`distlib.engines.run_torch` (``engine="gloo"``: the very stage
+program over torch.distributed's point-to-point calls), the launch paths the
+trainer's other ranks take (their timeout, their watchdog, their clean-up),
+and folds their
 :class:`~distlib.train.pipeline_results.StageReport` s into a
 :class:`~distlib.train.pipeline_results.PipelineResult`.
 """
@@ -34,8 +37,9 @@ be MPICH's progress rule, not the schedule's bubble.
 
 
 def train_pipeline(*, dp: int, tp: int, pp: int, zero: int, steps: int, seed: int, timeout: float, schedule: str,
-                   chunks: int, microbatches: int, cluster=None, sp: bool = False) -> PipelineResult:  # fmt: skip
-    """Train with ``pp`` pipeline stages (times ``dp`` replicas and ``tp`` tensor-parallel ranks) on MPI ranks.
+                   chunks: int, microbatches: int, cluster=None, sp: bool = False,
+                   engine: str = "mpi") -> PipelineResult:  # fmt: skip
+    """Train with ``pp`` pipeline stages (times ``dp`` replicas and ``tp`` tensor-parallel ranks) on ``engine``.
 
     Parameters
     ----------
@@ -43,7 +47,9 @@ def train_pipeline(*, dp: int, tp: int, pp: int, zero: int, steps: int, seed: in
         As for :func:`distlib.train.launch.train`, which checks them all
         (:func:`~distlib.train.launch.layout_problem`) before calling this.
     cluster : distlib.minicluster.MiniCluster, optional
-        Run the stages across its nodes (:func:`distlib.engines.run_mpi`'s ``cluster``).
+        Run the stages across its nodes (the launcher's ``cluster``).
+    engine : {"mpi", "gloo"}
+        MPI ranks, or torch.distributed ranks over gloo; the same stages, the same messages, the same bytes.
 
     Returns
     -------
@@ -59,13 +65,18 @@ def train_pipeline(*, dp: int, tp: int, pp: int, zero: int, steps: int, seed: in
         check_int(name, value, minimum=1)
     check_real("timeout", timeout, minimum=0, strict_min=True)
     schedule = check_choice("schedule", schedule, PIPELINE_SCHEDULES)
-    from ..engines.launch import run_mpi
+    engine = check_choice("engine", engine, ("mpi", "gloo"))
+    from ..engines.launch import run_mpi, run_torch
     from ..engines.report import read_all
 
     args = ["--dp", dp, "--tp", tp, "--pp", pp, "--zero", zero, "--steps", steps, "--seed", seed, "--schedule",
             schedule, "--chunks", chunks, "--microbatches", microbatches, "--sp", int(sp)]  # fmt: skip
-    result = run_mpi("distlib.train.pipeline", dp * pp * tp, args=[str(a) for a in args], timeout=timeout,
-                     env=PIPELINE_MPI_ENV, cluster=cluster)  # fmt: skip
+    args, n = [str(a) for a in args], dp * pp * tp
+    if engine == "gloo":
+        result = run_torch("distlib.train.gloo:pipeline_main", n, args=args, timeout=timeout, cluster=cluster)
+    else:
+        result = run_mpi("distlib.train.pipeline", n, args=args, timeout=timeout, env=PIPELINE_MPI_ENV,
+                         cluster=cluster)  # fmt: skip
     reports = read_all(result, StageReport)
     return PipelineResult.from_stages(reports, dp=dp, tp=tp, pp=pp, zero=zero, seed=seed, schedule=schedule,
                                       chunks=chunks, microbatches=microbatches, log=result.stderr[0],
