@@ -1,6 +1,6 @@
 """The book's layouts beside PyTorch's own: the same model, the same ranks, losses and collectives side by side.
 
-Two checks, each one launch of torch.distributed ranks over gloo
+Three checks, each one launch of torch.distributed ranks over gloo
 (:func:`distlib.engines.run_torch`) that runs the book's layout and then
 PyTorch's on the same ranks, from the same seed and the same batches:
 
@@ -21,6 +21,12 @@ PyTorch's on the same ranks, from the same seed and the same batches:
     before the column-parallel layers; ``PrepareModuleInput`` cuts the
     sequence on the way into the first block and gathers it on the way into
     the final norm, where the book does (:mod:`distlib.train.model`).
+:func:`pipelining_beside_book`
+    The book's pipeline stages (:mod:`distlib.train.pipeline`, its activations
+    and gradients over the book's point-to-point calls) beside
+    ``torch.distributed.pipelining``: the twin cut into the same model chunks
+    (:class:`distlib.train.torch_model.Chunk`), one ``PipelineStage`` each, run
+    by ``ScheduleGPipe``, ``Schedule1F1B`` or ``ScheduleInterleaved1F1B``.
 
 Each returns a :class:`PeerComparison`: both runs' losses per step,
 both runs' collectives per step, and both runs' wall time per step (the
@@ -42,6 +48,9 @@ book's :class:`~distlib.engines.comm.CountingComm`, PyTorch's
 ``CommDebugMode``, which dispatches every operator through Python: on
 this small model it makes PyTorch's step about six times slower), unless
 ``count=False`` turns PyTorch's counter off, as ``benchmarks/bench_train.py`` does.
+The pipelining check counts PyTorch's point-to-point sends and their bytes
+instead (its stages run no collective, and CommDebugMode's hooks break their
+backward): :func:`pipelining_beside_book`.
 """
 
 from __future__ import annotations
@@ -53,12 +62,18 @@ import time
 import warnings
 from dataclasses import dataclass
 
-from .._check import check_int, check_real
+from .._check import check_choice, check_int, check_real
 from .data import GLOBAL_BATCH
 from .launch import MAX_SEED, MAX_STEPS
 from .model import Config
 
-__all__ = ["PeerComparison", "TORCH_NAMES", "fsdp_beside_zero3", "tp_beside_megatron", "fsdp_main", "tp_main"]
+__all__ = ["PeerComparison", "TORCH_NAMES", "TORCH_SCHEDULES", "fsdp_beside_zero3", "tp_beside_megatron",
+           "pipelining_beside_book", "fsdp_main", "tp_main", "pipelining_main"]
+
+TORCH_SCHEDULES = {"gpipe": "ScheduleGPipe", "1f1b": "Schedule1F1B", "interleaved": "ScheduleInterleaved1F1B"}
+"""The book's schedule -> the ``torch.distributed.pipelining`` schedule class that runs it."""
+PEER_CHUNKS = 2
+"""Model chunks per stage with ``schedule="interleaved"`` in :func:`pipelining_beside_book` (1 otherwise)."""
 
 TORCH_NAMES = {"_allgather_base_": "all_gather_into_tensor", "all_gather_into_tensor": "all_gather_into_tensor",
                "_reduce_scatter_base_": "reduce_scatter_tensor", "reduce_scatter_tensor": "reduce_scatter_tensor",
@@ -86,9 +101,11 @@ class PeerComparison:
     """
 
     peer: str
-    """PyTorch's tool: ``"FSDP2 fully_shard"`` or ``"DTensor parallelize_module"``."""
+    """PyTorch's tool: ``"FSDP2 fully_shard"``, ``"DTensor parallelize_module"`` or
+    ``"pipelining Schedule1F1B"`` (the schedule's class)."""
     book: str
-    """The book's layout: ``"ZeRO-3"``, ``"Megatron TP"`` or ``"Megatron TP + SP"`` (sequence parallelism)."""
+    """The book's layout: ``"ZeRO-3"``, ``"Megatron TP"``, ``"Megatron TP + SP"`` (sequence parallelism) or
+    ``"pipeline 1f1b"`` (the schedule)."""
     ranks: int
     steps: int
     seed: int
@@ -106,6 +123,9 @@ class PeerComparison:
     """Per step, the book's wall time on the slowest rank (the module docstring says what is timed)."""
     peer_step_seconds: list[float] = dataclasses.field(default_factory=list)
     """Per step, PyTorch's wall time on the slowest rank, over the same region."""
+    peer_comm_bytes: list[int] = dataclasses.field(default_factory=list)
+    """Bytes each rank sent in PyTorch's run, where they are counted (:func:`pipelining_beside_book`: its
+    stages' activations and gradients)."""
     run_id: str = ""
     """The launch's ``DISTLIB_RUN_ID`` (:func:`distlib.engines.stray_processes`)."""
 
@@ -120,16 +140,23 @@ class PeerComparison:
 # ----------------------------------------------------------------------------
 
 
-def _book_run(comm, *, dp: int, tp: int, zero: int, steps: int, seed: int, sp: bool = False) -> tuple:
+def _book_run(comm, *, dp: int, tp: int, zero: int, steps: int, seed: int, sp: bool = False,
+              pipeline: dict | None = None) -> tuple:  # fmt: skip
     """The book's layout on ``comm``: ``(losses, collectives of each step by kind, every rank's bytes sent,
-    each step's seconds on the slowest rank)``."""
+    each step's seconds on the slowest rank)``. With ``pipeline`` (``schedule``, ``chunks``, ``microbatches``),
+    ``comm``'s ranks are the stages (:func:`distlib.train.pipeline.train_stage_rank`, ``pp = comm.size``)."""
     from ..engines.comm import CountingComm
+    from .pipeline import train_stage_rank
     from .worker import train_rank
 
     counted = CountingComm(comm)  # train_rank counts into its own counter, which tells this one too
     totals = []
-    report = train_rank(counted, dp=dp, tp=tp, zero=zero, steps=steps, seed=seed, sp=sp,
-                        say=lambda _line: totals.append(dict(counted.collectives)))  # fmt: skip
+    say = lambda _line: totals.append(dict(counted.collectives))  # noqa: E731
+    if pipeline is None:
+        report = train_rank(counted, dp=dp, tp=tp, zero=zero, steps=steps, seed=seed, sp=sp, say=say)
+    else:
+        report = train_stage_rank(counted, dp=dp, tp=tp, pp=comm.size, zero=zero, steps=steps, seed=seed, say=say,
+                                  **pipeline)  # fmt: skip
     per_step, before = [], {}
     for now in totals:  # after each step: the running totals, so each step's own counts are the differences
         per_step.append({k: v - before.get(k, 0) for k, v in now.items() if v - before.get(k, 0)})
@@ -219,6 +246,8 @@ def _rank_flags(argv) -> argparse.Namespace:
     parser.add_argument("--seed", type=int, required=True)
     parser.add_argument("--sp", type=int, default=0)
     parser.add_argument("--count", type=int, default=1)
+    parser.add_argument("--schedule", default="1f1b")
+    parser.add_argument("--microbatches", type=int, default=1)
     return parser.parse_args(sys.argv[1:] if argv is None else argv)
 
 
@@ -298,13 +327,110 @@ def _sequence_parallel(model, mesh) -> None:
     })  # fmt: skip
 
 
+def _torch_stages(model, schedule: str, microbatches: int, comm):
+    """The twin cut as the book's stages are, this rank's ``PipelineStage`` s, and the schedule over them."""
+    import torch
+    import torch.nn.functional as F
+    from torch.distributed import pipelining
+
+    from .stages import stage_units
+    from .torch_model import Chunk
+
+    chunks = PEER_CHUNKS if schedule == "interleaved" else 1
+    pp, vocab = comm.size, model.config.vocab
+    parts = [Chunk(model, units) for units in stage_units(comm.rank, model.config.layers, pp, chunks)]
+    stages = [pipelining.PipelineStage(part, c * pp + comm.rank, pp * chunks, torch.device("cpu"))
+              for c, part in enumerate(parts)]  # fmt: skip
+
+    def loss_fn(logits, targets):  # a microbatch's mean over its tokens, as the book's head computes it
+        return F.cross_entropy(logits.reshape(-1, vocab), targets.reshape(-1))
+
+    kind = getattr(pipelining, TORCH_SCHEDULES[schedule])
+    first = stages if schedule == "interleaved" else stages[0]
+    return parts, stages, kind(first, microbatches, loss_fn=loss_fn, scale_grads=True)
+
+
+def _count_sends(stage, tally: dict) -> None:
+    """Count, into ``tally``, the point-to-point sends ``stage`` posts (``"isend"``) and their bytes (``"bytes"``).
+
+    CommDebugMode counts collectives, not sends, and its module hooks break a stage's backward
+    (``torch.autograd.grad``; torch 2.13: "A leaf node was passed to _will_engine_execute_node"), so the
+    sends are read where the schedules get them: from the stage's ``get_fwd_send_ops`` and
+    ``get_bwd_send_ops``, wrapped on this one object.
+    """
+    for name in ("get_fwd_send_ops", "get_bwd_send_ops"):
+        inner = getattr(stage, name)
+
+        def wrapped(chunk_id, inner=inner):
+            ops = inner(chunk_id)
+            tally["isend"] = tally.get("isend", 0) + len(ops)
+            tally["bytes"] = tally.get("bytes", 0) + sum(op.tensor.numel() * op.tensor.element_size() for op in ops)
+            return ops
+
+        setattr(stage, name, wrapped)
+
+
+def _pipelining_run(comm, model, *, schedule: str, microbatches: int, steps: int, seed: int,
+                    count: bool = True) -> tuple:  # fmt: skip
+    """``torch.distributed.pipelining`` on the twin: ``(losses, sends of each step, every rank's bytes sent, each
+    step's seconds on the slowest rank)``. The step's loss is the mean of the microbatches' losses, which the
+    last stage holds, brought to every rank. With ``count=False`` no sends are counted (both lists empty)."""
+    import torch
+
+    from .data import global_batch
+    from .microbatches import mean_loss
+    from .torch_model import adam_for
+
+    parts, stages, runner = _torch_stages(model, schedule, microbatches, comm)
+    tally = {}
+    for stage in stages if count else ():
+        _count_sends(stage, tally)
+    optimizer = adam_for(torch.nn.ModuleList(parts))
+    config, losses, counts, seconds = model.config, [], [], []
+    last = comm.rank == comm.size - 1
+    for step in range(steps):
+        start = time.perf_counter()  # the region the book's stage times: batch, step, the loss to every stage
+        tokens, targets = (torch.from_numpy(a) for a in global_batch(seed, step, seq=config.seq, vocab=config.vocab))
+        before, mb_losses = dict(tally), []
+        inputs = (tokens,) if comm.rank == 0 else ()
+        runner.step(*inputs, target=targets if last else None, losses=mb_losses if last else None)
+        optimizer.step()
+        optimizer.zero_grad()
+        mine = mean_loss(float(x) for x in mb_losses) if last else None
+        losses.append(comm.allgather_object(mine)[-1])
+        seconds.append(time.perf_counter() - start)
+        if count:
+            counts.append({"isend": tally.get("isend", 0) - before.get("isend", 0)})
+    sent = comm.allgather_object(tally.get("bytes", 0)) if count else []
+    return losses, comm.allgather_object(counts)[0], sent, _slowest(comm, seconds)
+
+
+def pipelining_main(argv=None) -> None:
+    """One rank of :func:`pipelining_beside_book`: a stage of the book's pipeline, then of torch's, on this rank."""
+    from ..engines.report import emit
+    from ..engines.torch_numpy import numpy_world
+
+    ns, comm = _rank_flags(argv), numpy_world()
+    chunks = PEER_CHUNKS if ns.schedule == "interleaved" else 1
+    pipeline = dict(schedule=ns.schedule, chunks=chunks, microbatches=ns.microbatches)
+    book_losses, book_counts, book_bytes, book_seconds = _book_run(comm, dp=1, tp=1, zero=0, steps=ns.steps,
+                                                                   seed=ns.seed, pipeline=pipeline)  # fmt: skip
+    peer_losses, peer_counts, peer_bytes, peer_seconds = _pipelining_run(
+        comm, _twin(ns.seed), schedule=ns.schedule, microbatches=ns.microbatches, steps=ns.steps, seed=ns.seed,
+        count=bool(ns.count))  # fmt: skip
+    emit(PeerComparison(f"pipelining {TORCH_SCHEDULES[ns.schedule]}", f"pipeline {ns.schedule}", comm.size,
+                        ns.steps, ns.seed, book_losses, peer_losses, book_counts, peer_counts, [], book_bytes,
+                        peer_comm_bytes=peer_bytes, book_step_seconds=book_seconds,
+                        peer_step_seconds=peer_seconds))  # fmt: skip
+
+
 # ----------------------------------------------------------------------------
 # From the notebook: one launch each
 # ----------------------------------------------------------------------------
 
 
 def _launch(main: str, ranks: int, steps: int, seed: int, timeout: float, sp: bool = False,
-            count: bool = True) -> PeerComparison:  # fmt: skip
+            count: bool = True, extra=()) -> PeerComparison:  # fmt: skip
     from ..engines.launch import run_torch
     from ..engines.report import read
     from ..engines.torch_dist import import_torch
@@ -312,7 +438,8 @@ def _launch(main: str, ranks: int, steps: int, seed: int, timeout: float, sp: bo
     import_torch()  # "pip install torch" here, once, before any rank starts
     if not isinstance(count, bool):
         raise ValueError(f"count must be True or False, got {count!r}")
-    args = ["--steps", str(steps), "--seed", str(seed), "--sp", str(int(sp)), "--count", str(int(count))]
+    args = ["--steps", str(steps), "--seed", str(seed), "--sp", str(int(sp)), "--count", str(int(count)),
+            *map(str, extra)]  # fmt: skip
     result = run_torch(f"distlib.train.peers:{main}", ranks, args=args, timeout=timeout)
     return dataclasses.replace(read(result, PeerComparison), run_id=result.run_id)
 
@@ -425,3 +552,97 @@ def tp_beside_megatron(ranks: int = 2, steps: int = 3, seed: int = 0, *, timeout
     if sequence_parallel and config.seq % ranks:
         raise ValueError(f"ranks must divide the sequence of {config.seq} tokens with sequence_parallel, got {ranks}")
     return _launch("tp_main", ranks, *_check_run(steps, seed, timeout), sp=sequence_parallel, count=count)
+
+
+def pipelining_beside_book(stages: int = 2, schedule: str = "1f1b", microbatches: int = 4, steps: int = 3,
+                           seed: int = 0, *, timeout: float = 120.0, count: bool = True) -> PeerComparison:  # fmt: skip
+    """The book's pipeline stages and ``torch.distributed.pipelining``'s on the same ``stages`` gloo ranks.
+
+    Both cut the model alike (:func:`distlib.train.stages.stage_units`; the twin by
+    :class:`~distlib.train.torch_model.Chunk`, one ``PipelineStage`` per chunk, with virtual stage
+    ``c * stages + rank`` for chunk ``c`` as the book places it), split each step's global batch of 12
+    sequences into the same ``microbatches`` consecutive pieces, and run the same schedule:
+    :data:`TORCH_SCHEDULES` (``"interleaved"``: :data:`PEER_CHUNKS` chunks per stage). One data-parallel
+    replica, no tensor parallelism, ZeRO 0; float64.
+
+    The loss convention is the book's (:mod:`distlib.train.microbatches`): each microbatch's loss is the
+    mean over its own tokens (the schedule's ``loss_fn``), the step's gradient is the sum of the
+    microbatches' gradients divided by ``microbatches`` (torch's ``scale_grads=True``, its default, does
+    that division after the last backward), and the reported loss is the mean of the microbatches'
+    losses. So both equal one process *accumulating the same microbatches*
+    (:func:`~distlib.train.microbatches.accumulate_run`), not a single whole-batch step, which differs in
+    the last bits.
+
+    Parameters
+    ----------
+    stages : int
+        Pipeline stages (ranks): at least 2, dividing the 8 layers (with ``"interleaved"``, ``stages`` times
+        :data:`PEER_CHUNKS` must divide them).
+    schedule : {"gpipe", "1f1b", "interleaved"}
+    microbatches : int
+        Microbatches per step: dividing the 12 sequences (with ``"interleaved"``, a multiple of ``stages``).
+    steps, seed : int
+        Training steps; the seed of the parameters and of the data.
+    timeout : float
+        Seconds before the launch is stopped.
+    count : bool
+        Count both runs' collectives per step (the book's :class:`~distlib.engines.comm.CountingComm`,
+        PyTorch's CommDebugMode). Point-to-point messages are not collectives: the book's step counts only
+        its loss's all-reduces; torch's pipeline sends the loss by no collective at all (CommDebugMode counts
+        none). ``False``: ``peer_counts`` stays empty and torch's step runs without CommDebugMode.
+
+    Returns
+    -------
+    PeerComparison
+        ``book_losses`` and ``peer_losses`` per step; ``book_comm_bytes`` each stage's bytes sent (its
+        activations and gradients, and the loss); each step's wall time on the slowest rank, both runs.
+        ``peer_forward_counts`` stays empty.
+
+    Raises
+    ------
+    ValueError
+        An argument out of range, named (before anything starts).
+    distlib.engines.RunError
+        A rank failed or the launch timed out.
+
+    Examples
+    --------
+    >>> pipelining_beside_book(stages=3)
+    Traceback (most recent call last):
+    ...
+    ValueError: stages must divide the 8 layers: one of 2, 4, 8; got 3
+    >>> pipelining_beside_book(schedule="zigzag")
+    Traceback (most recent call last):
+    ...
+    ValueError: schedule must be one of 'gpipe', '1f1b', 'interleaved'; got 'zigzag'
+    """
+    stages, schedule, microbatches = _pipelining_args(stages, schedule, microbatches)
+    return _launch("pipelining_main", stages, *_check_run(steps, seed, timeout), count=count,
+                   extra=("--schedule", schedule, "--microbatches", microbatches))
+
+
+def _pipelining_args(stages, schedule, microbatches) -> tuple:
+    """:func:`pipelining_beside_book`'s stages, schedule and microbatches, checked (one error naming the first
+    out of range); Megatron-LM's rules, as :func:`distlib.train.stages.pipeline_problem` applies them."""
+    from ..engines._processes import max_ranks
+    from ..pipeline_schedule import PIPELINE_SCHEDULES
+
+    layers = Config().layers
+    stages = check_int("stages", stages, minimum=2, maximum=max_ranks())
+    choices = [d for d in range(2, layers + 1) if layers % d == 0]
+    if stages not in choices:
+        raise ValueError(f"stages must divide the {layers} layers: one of {', '.join(map(str, choices))}; got {stages}")
+    schedule = check_choice("schedule", schedule, PIPELINE_SCHEDULES)
+    inter = [d for d in choices if layers % (d * PEER_CHUNKS) == 0]
+    if schedule == "interleaved" and stages not in inter:
+        raise ValueError(f"stages must be one of {', '.join(map(str, inter))} with schedule 'interleaved' "
+                         f"(stages times its {PEER_CHUNKS} chunks must divide the {layers} layers), got {stages}")
+    microbatches = check_int("microbatches", microbatches, minimum=1)
+    if GLOBAL_BATCH % microbatches:
+        fits = ", ".join(str(d) for d in range(1, GLOBAL_BATCH + 1) if GLOBAL_BATCH % d == 0)
+        raise ValueError(f"microbatches must divide the {GLOBAL_BATCH} sequences of a step: one of {fits}; "
+                         f"got {microbatches}")  # fmt: skip
+    if schedule == "interleaved" and microbatches % stages:
+        raise ValueError(f"microbatches must be a multiple of stages ({stages}) with schedule 'interleaved', "
+                         f"got {microbatches}")  # fmt: skip
+    return stages, schedule, microbatches

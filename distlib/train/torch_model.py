@@ -14,9 +14,10 @@ Adam is ``torch.optim.Adam`` with the book's hyper-parameters
 the bias-corrected second moment, both moments bias-corrected, no weight
 decay; the two differ only in the order of rounding.
 
-The twin exists for the checks beside PyTorch's FSDP2 and DTensor tensor
-parallelism (:mod:`distlib.train.peers`): ``fully_shard`` and
-``parallelize_module`` take ``nn.Module`` s. The trainer itself
+The twin exists for the checks beside PyTorch's FSDP2, DTensor tensor
+parallelism and ``torch.distributed.pipelining`` (:mod:`distlib.train.peers`):
+``fully_shard``, ``parallelize_module`` and ``PipelineStage`` take
+``nn.Module`` s (a pipeline stage one :class:`Chunk` of the twin). The trainer itself
 (``python -m distlib.train``, on MPI or gloo) runs the NumPy model. A block
 reads its number of heads from the width its ``q`` layer hands it, so it
 runs unchanged when tensor parallelism has cut ``q``, ``k`` and ``v`` by
@@ -38,7 +39,7 @@ from .model import LN_EPS, Config, init_units, unit_specs
 torch, _ = import_torch()
 nn, F = torch.nn, torch.nn.functional
 
-__all__ = ["Block", "TinyTransformer", "load_units", "units_of", "adam_for", "train_twin", "LINEARS"]
+__all__ = ["Block", "TinyTransformer", "Chunk", "load_units", "units_of", "adam_for", "train_twin", "LINEARS"]
 
 LINEARS = {"q": "wq", "k": "wk", "v": "wv", "o": "wo", "mlp_in": "w1", "mlp_out": "w2"}
 """A block's linear layers and the NumPy tensor each holds (transposed: ``nn.Linear`` keeps ``(out, in)``)."""
@@ -100,6 +101,46 @@ class TinyTransformer(nn.Module):
             x = block(x)
         logits = self.out(self.lnf(x))
         return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))
+
+
+class Chunk(nn.Module):
+    """Some of a twin's units as one module: a pipeline stage's model chunk, cut where the book's stages cut.
+
+    ``units`` are unit indices as :func:`distlib.train.stages.chunk_units` gives them (0 the embeddings,
+    ``1..layers`` the blocks, ``layers + 1`` the head), contiguous. ``forward`` takes the tokens (a chunk
+    holding the embeddings) or the activations before its first block, and returns the activations after
+    its last block, or the logits (a chunk holding the head): the loss is the pipeline schedule's
+    ``loss_fn``. The modules are ``model``'s own (shared, not copied).
+
+    Examples
+    --------
+    >>> c = Config(layers=2)
+    >>> model = load_units(TinyTransformer(c), init_units(c, 0))
+    >>> tokens, targets = (torch.from_numpy(a) for a in global_batch(0, 0, seq=c.seq, vocab=c.vocab))
+    >>> logits = Chunk(model, [2, 3])(Chunk(model, [0, 1])(tokens))
+    >>> loss = F.cross_entropy(logits.reshape(-1, c.vocab), targets.reshape(-1))
+    >>> bool(torch.allclose(loss, model(tokens, targets), rtol=0, atol=1e-12))
+    True
+    """
+
+    def __init__(self, model: TinyTransformer, units):
+        super().__init__()
+        last, units = len(model.blocks) + 1, list(units)
+        if not units or units != list(range(units[0], units[-1] + 1)) or units[0] < 0 or units[-1] > last:
+            raise ValueError(f"units must be contiguous unit indices from 0 to {last}, got {units}")
+        self.embed, self.head = units[0] == 0, units[-1] == last
+        if self.embed:
+            self.tok, self.pos = model.tok, model.pos
+        self.blocks = nn.ModuleList(model.blocks[u - 1] for u in units if 1 <= u < last)
+        if self.head:
+            self.lnf, self.out = model.lnf, model.out
+
+    def forward(self, x):
+        if self.embed:
+            x = self.tok(x) + self.pos.weight[: x.shape[1]]
+        for block in self.blocks:
+            x = block(x)
+        return self.out(self.lnf(x)) if self.head else x
 
 
 def _pairs(model: TinyTransformer) -> list:
