@@ -8,7 +8,8 @@ the last bits (``test_the_reference_is_the_whole_batch_to_rounding`` bounds
 by how much). Every layout runs once (module fixture ``runs``), 3 steps, and
 the tests below read those runs; four of them run again on gloo (``--engine
 gloo``, fixture ``gloo_runs``, one through the command line), whose bytes must
-be MPI's to the byte. Times are printed, never asserted.
+be MPI's to the byte; DP 2 x TP 2 x PP 2 runs across two nodes of the mini
+cluster (as root) on both engines. Times are printed, never asserted.
 """
 
 from __future__ import annotations
@@ -322,6 +323,46 @@ def test_pipelines_on_gloo_reproduce_one_process_accumulating_and_send_what_mpi_
         if layout in mpi:  # the same stages, the same messages and collectives: MPI's bytes, to the byte
             assert body["comm_bytes"] == mpi[layout].comm_bytes and body["state_bytes"] == mpi[layout].state_bytes
             assert body["losses"] == mpi[layout].losses, layout  # the same arithmetic in the same order
+
+
+# ---------------------------------------------------------------------------
+# DP 2 x TP 2 x PP 2 across two nodes of the mini cluster (--nodes, as root)
+# ---------------------------------------------------------------------------
+
+
+def _cluster_reason():
+    from distlib.minicluster import minicluster_support
+
+    return minicluster_support()
+
+
+@pytest.mark.engines
+@pytest.mark.slow
+@pytest.mark.skipif(_cluster_reason() is not None, reason=f"mini cluster unavailable: {_cluster_reason()}")
+@pytest.mark.parametrize("engine", [pytest.param("mpi", marks=needs_mpi), pytest.param("gloo", marks=needs_torch)])
+def test_dp2_tp2_pp2_across_two_nodes_keeps_tp_and_stages_inside_a_node(engine):
+    """Ranks (d * pp + s) * tp + t, four a node: replica d on node d, its two stages and their TP pairs inside
+    it, so only the data-parallel all-reduce crosses the link."""
+    from distlib.engines import stray_processes
+    from distlib.minicluster import leftovers
+    from distlib.train.launch import train
+
+    result = train(dp=2, tp=2, pp=2, zero=0, steps=STEPS, seed=SEED, timeout=120, schedule="1f1b", microbatches=2,
+                   nodes=2, link_gbit=2.0, engine=engine)  # fmt: skip
+    assert stray_processes(result.run_id) == [] and leftovers() == []
+    ref_losses, ref_checksum = accumulate_run(microbatches=4, steps=STEPS, seed=SEED)
+    assert max(_rel(a, b) for a, b in zip(result.losses, ref_losses)) < TOL
+    assert _rel(result.param_checksum, ref_checksum) < TOL
+    assert result.nodes == 2 and len(result.comm_bytes) == 8 and sorted(result.link_bytes) == ["node0", "node1"]
+    # DDP's ring all-reduce over two replicas sends each rank's whole gradient once a step: out of one node
+    # and into the other, so both links together carry it twice. TP's or the stages' bytes crossing would
+    # add twice theirs (more than the DP bytes themselves); headers add a few per cent.
+    dp_sent = STEPS * 8 * sum(r.local_params for r in result.ranks)
+    crossed = sum(result.link_bytes.values())
+    print(f"{engine}: links carried {crossed:,} bytes, the DP all-reduce twice is {2 * dp_sent:,}, the ranks sent "
+          f"{sum(result.comm_bytes):,}")  # fmt: skip
+    assert sum(result.comm_bytes) - dp_sent > dp_sent  # the check can tell: TP and PP send more than DP
+    assert 2 * dp_sent <= crossed < 1.25 * 2 * dp_sent, (result.link_bytes, dp_sent)
 
 
 @pytest.mark.parametrize("argv, text", BAD)
