@@ -586,17 +586,19 @@ def pipelining_beside_book(stages: int = 2, schedule: str = "1f1b", microbatches
     timeout : float
         Seconds before the launch is stopped.
     count : bool
-        Count both runs' collectives per step (the book's :class:`~distlib.engines.comm.CountingComm`,
-        PyTorch's CommDebugMode). Point-to-point messages are not collectives: the book's step counts only
-        its loss's all-reduces; torch's pipeline sends the loss by no collective at all (CommDebugMode counts
-        none). ``False``: ``peer_counts`` stays empty and torch's step runs without CommDebugMode.
+        Count PyTorch's point-to-point sends per step and their bytes (at its stages' ``get_fwd_send_ops``
+        and ``get_bwd_send_ops``; CommDebugMode counts collectives only, and its module hooks break a
+        stage's backward). ``False``: ``peer_counts`` and ``peer_comm_bytes`` stay empty. The book's side
+        is always counted (its :class:`~distlib.engines.comm.CountingComm` costs nothing).
 
     Returns
     -------
     PeerComparison
-        ``book_losses`` and ``peer_losses`` per step; ``book_comm_bytes`` each stage's bytes sent (its
-        activations and gradients, and the loss); each step's wall time on the slowest rank, both runs.
-        ``peer_forward_counts`` stays empty.
+        ``book_losses`` and ``peer_losses`` per step; ``book_counts``: the book's collectives on rank 0 per
+        step (the loss's all-reduce over the stages); ``peer_counts``: PyTorch's sends on rank 0 per step
+        (``{"isend": n}``); ``book_comm_bytes`` and ``peer_comm_bytes``: each stage's bytes sent (the
+        activations and gradients; the book's also the loss); each step's wall time on the slowest rank,
+        both runs. ``peer_forward_counts`` stays empty.
 
     Raises
     ------
