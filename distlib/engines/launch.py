@@ -677,9 +677,13 @@ def _mpi_placement(n: int, cluster, env: dict) -> tuple:
     return cluster.prefix(0), where, "mini cluster"
 
 
+def link_words(link_gbit) -> str:
+    """A mini cluster's links in words, as every starting line says them: throttled or not, and the rate."""
+    return "unthrottled links" if link_gbit is None else f"links of {link_gbit:g} Gbit/s per direction"
+
+
 def _cluster_words(cluster) -> str:
-    rate = "unthrottled links" if cluster.link_gbit is None else f"links of {cluster.link_gbit:g} Gbit/s per direction"
-    return f"{cluster.n_nodes} simulated nodes, {rate}"
+    return f"{cluster.n_nodes} simulated nodes, {link_words(cluster.link_gbit)}"
 
 
 #: what a rank's MPI library says when a peer vanished under it (a read of a dead process's memory,

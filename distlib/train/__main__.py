@@ -112,12 +112,13 @@ def _layout_words(flags: dict) -> str:
 
 def _where_words(flags: dict) -> str:
     """Where the ranks run, for the starting line: nothing on one machine; the nodes and links of a mini cluster."""
+    from distlib.engines.launch import link_words
     from distlib.train.launch import cluster_nodes
 
     nodes = cluster_nodes(flags["nodes"], flags["link_gbit"])
     if nodes is None:
         return ""
-    rate = "unthrottled links" if flags["link_gbit"] is None else f"links of {flags['link_gbit']:g} Gbit/s"
+    rate = link_words(flags["link_gbit"])
     per = flags["dp"] * flags["tp"] * flags["pp"] // nodes
     return (f", across a mini cluster of {nodes} node{'' if nodes == 1 else 's'} "
             f"({per} rank{'' if per == 1 else 's'} each, {rate})")
