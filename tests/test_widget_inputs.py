@@ -28,6 +28,7 @@ import distlib as dl  # noqa: E402
 from distlib.widgets.collectives import CollectivesWidget  # noqa: E402
 from distlib.widgets.minicluster import TwoLevelWidget  # noqa: E402
 from distlib.widgets.overlap import OverlapWidget  # noqa: E402
+from distlib.widgets.planner import PlannerWidget  # noqa: E402
 from distlib.widgets.ring import ClusterWidget, RingWidget  # noqa: E402
 from distlib.widgets.roofline import RooflineWidget  # noqa: E402
 from distlib.widgets.topology import TopologyWidget  # noqa: E402
@@ -38,7 +39,7 @@ from distlib.widgets.zero import ZeroWidget  # noqa: E402
 #: Every public widget class, by name.
 WIDGETS = {cls.__name__: cls for cls in (RingWidget, ClusterWidget, CollectivesWidget, TwoLevelWidget,
                                          OverlapWidget, RooflineWidget, TopologyWidget, WallsWidget,
-                                         ZeroWidget, TensorParallelWidget)}
+                                         ZeroWidget, TensorParallelWidget, PlannerWidget)}
 
 NAN, INF = float("nan"), float("inf")
 
@@ -61,6 +62,13 @@ def _bad(label, cls, error, states, **kwargs) -> BadInput:
 V, T = ValueError, TypeError
 
 BAD_WIDGET_INPUTS = [
+    # chapter 13's planner
+    _bad("a model not on the menu (planner)", "PlannerWidget", V, "'GPT-3 175B', 'Llama 3 405B', 'Megatron 1T'",
+         model="GPT-4"),
+    _bad("GPUs not a power of two (planner)", "PlannerWidget", V, "64, 128, 256", gpus=1000),
+    _bad("bool for GPUs (planner)", "PlannerWidget", T, "64, 128, 256", gpus=True),
+    _bad("global batch not on the menu (planner)", "PlannerWidget", V, "256, 512, 1024, 2048, 4096",
+         global_batch=1536),
     # chapter 11's tensor-parallel explorer
     _bad("three tensor-parallel ranks", "TensorParallelWidget", V, "1, 2, 4, 8, 16", tp=3),
     _bad("unknown recomputation", "TensorParallelWidget", V, "'none', 'selective', 'full'", recompute="some"),
@@ -233,6 +241,7 @@ EDGES = [
     (("TopologyWidget", {"kind": "fat_tree", "size": 6}), "size", 6),
     (("ZeroWidget", {"params": 1e12, "gpus": 1024.0, "stage": 0}), "gpus_dropdown", 1024),
     (("RooflineWidget", {"accelerator": "tpu v5p", "n": 16}), "accelerator_dropdown", "TPU v5p"),
+    (("PlannerWidget", {"gpus": 16384.0, "global_batch": 256}), "gpus_dropdown", 16384),
 ]
 
 
@@ -261,6 +270,7 @@ def test_the_chapters_calls_still_pass():
         ("TopologyWidget", dict(kind="torus2", size=4)),
         ("ZeroWidget", dict(params=70e9, gpus=8, stage=0, accelerator="H100")),  # chapter 10
         ("TensorParallelWidget", dict(tp=8, sequence_parallel=False, recompute="none", placement="nvlink")),  # 11
+        ("PlannerWidget", dict(model="GPT-3 175B", gpus=1024, global_batch=512)),  # 13
         ("CollectivesWidget", dict(alpha=5e-6, bandwidth=50e9, p=64, n_bytes=1e6)),
         ("CollectivesWidget", dict(alpha=1e-7, bandwidth=1e12, p=2, n_bytes=2**20)),  # chapter 7: clipped fit
         ("RingWidget", dict(p=4, numbering="mpi")),
