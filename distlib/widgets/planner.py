@@ -29,6 +29,7 @@ from functools import lru_cache
 
 import ipywidgets as w
 from matplotlib.patches import Patch, Rectangle
+from matplotlib.ticker import MaxNLocator
 
 from .._check import check_choice, check_int_choice
 from ..fmt import fmt_bytes, fmt_seconds
@@ -50,6 +51,7 @@ GPU_COUNTS = [2**i for i in range(6, 15)]
 GLOBAL_BATCHES = [256, 512, 1024, 2048, 4096]
 #: Layouts drawn.
 TOP = 4
+_TICKS = 8  # tick labels the x axis can show
 TERM_LABELS = {"compute": "compute", "memory_bound": "memory-bound", "tp_comm": "TP comm", "cp_comm": "CP comm",
                "pp_comm": "PP comm", "bubble": "bubble", "dp_comm": "DP comm", "optimizer": "optimizer"}
 TERM_COLORS = {"compute": "#0072B2", "memory_bound": "#56B4E9", "tp_comm": "#E69F00", "cp_comm": "#F0E442",
@@ -163,6 +165,10 @@ class PlannerWidget(FigureWidget):
         self._draw_axes(self.fig.narrow)
         # placed by hand: the labels sit inside the axes, which tight_layout would measure while they are empty
         figure.subplots_adjust(left=0.03, right=0.97, top=0.94, bottom=0.01, hspace=0.28)
+        # the x axis runs 0 to 1 (a share of the longest bar drawn); its ticks are texts redrawn each time, so
+        # the rest of the picture is drawn once (blitting): one redraw is the bars and the words
+        self.fig.set_animated([*self.bars.values(), *self.labels, self.note, self.title, *self.tick_texts,
+                               *self.tick_marks])
         self.summary = w.HTML()
         self.result: PlannerView | None = None
         self._finish()
@@ -170,8 +176,15 @@ class PlannerWidget(FigureWidget):
     def _draw_axes(self, narrow: bool) -> None:
         ax = self.ax
         ax.set_ylim(TOP - 0.45, -0.95)
+        ax.set_xlim(0, 1)
         ax.set_yticks([])
-        ax.set_xlabel("seconds per step")
+        ax.set_xticks([])
+        ax.set_xlabel("seconds per step", labelpad=19)
+        axis = ax.get_xaxis_transform()  # x in data (0 to 1), y in axes
+        self.tick_texts = [ax.text(0, -0.025, "", transform=axis, fontsize=11, ha="center", va="top")
+                           for _ in range(_TICKS)]
+        self.tick_marks = [ax.plot([], [], color="black", linewidth=0.8, transform=axis, clip_on=False)[0]
+                           for _ in range(_TICKS)]
         for side in ("top", "right", "left"):
             ax.spines[side].set_visible(False)
         self.bars = {(i, t): ax.add_patch(Rectangle((0, i), 0, 0.36, color=TERM_COLORS[t], linewidth=0))
@@ -199,24 +212,31 @@ class PlannerWidget(FigureWidget):
 
     def draw(self, r: PlannerView) -> None:
         self.title.set_text(f"{r.model} on {r.gpus} {r.accelerator}s, batch {r.global_batch}")
-        longest = max((s.step_time for s in r.steps), default=1.0)
-        self.ax.set_xlim(0, longest * 1.04)
+        xmax = max((s.step_time for s in r.steps), default=1.0) * 1.04
+        ticks = [v for v in MaxNLocator(nbins=4 if self.fig.narrow else 6).tick_values(0, xmax) if 0 <= v <= xmax]
+        ticks = ticks[:_TICKS] if r.fits else []
+        for k, (text, mark) in enumerate(zip(self.tick_texts, self.tick_marks)):
+            if k < len(ticks):
+                text.set_text(f"{ticks[k]:g}")
+                text.set_x(ticks[k] / xmax)
+                mark.set_data([ticks[k] / xmax] * 2, [0, -0.015])
+            else:
+                text.set_text("")
+                mark.set_data([], [])
         for i in range(TOP):
             s = r.steps[i] if i < len(r.steps) else None
             left = 0.0
             for t in BREAKDOWN_TERMS:
                 bar = self.bars[i, t]
                 width = s.breakdown[t] if s else 0.0
-                bar.set_x(left)
-                bar.set_width(width)
+                bar.set_x(left / xmax)
+                bar.set_width(width / xmax)
                 left += width
             if s is None:
                 self.labels[i].set_text("")
                 continue
             self.labels[i].set_text(f"{i + 1}. {short_layout(s)}\nrecompute {s.recompute}, MFU {s.mfu:.0%}, "
                                     f"{fmt_bytes(s.memory_bytes)}, {fmt_seconds(s.step_time)}")
-        self.ax.xaxis.set_visible(r.fits)
-        self.ax.spines["bottom"].set_visible(r.fits)
         if r.fits:
             self.note.set_text("")
         else:
