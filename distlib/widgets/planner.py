@@ -100,7 +100,17 @@ class PlannerView:
 
 @lru_cache(maxsize=256)
 def planner_view(model: str, gpus: int, global_batch: int) -> PlannerView:
-    """The planner's answer for one (model, GPUs, batch): cached, so each is searched once."""
+    """The planner's answer for one (model, GPUs, batch): cached, so each is searched once.
+
+    Examples
+    --------
+    Megatron's 1T model on 64 GPUs: 16 bytes a parameter over 64 GPUs are
+    already more than an A100 holds, so nothing is searched and nothing fits.
+
+    >>> v = planner_view("Megatron 1T", 64, 512)
+    >>> v.fits, round(v.state_floor / 1e9), v.state_floor > v.hbm_bytes
+    (False, 252, True)
+    """
     row = _row(model)
     cluster = planner_cluster(model, gpus)
     global_batch = check_int_choice("global_batch", global_batch, GLOBAL_BATCHES)
