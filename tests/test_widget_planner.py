@@ -80,3 +80,29 @@ def test_its_static_grid_is_modest_and_holds_the_defaults():
     assert list(axes["model_dropdown"]) == list(PLANNER_MODELS)
     assert {64, 1024, 4096} <= set(axes["gpus_dropdown"]) and {512, 2048} <= set(axes["batch_dropdown"])
     assert len(axes["model_dropdown"]) * len(axes["gpus_dropdown"]) * len(axes["batch_dropdown"]) <= 24
+
+
+def test_no_frame_cuts_a_text_or_writes_a_row_label_over_a_bar_or_another_label():
+    """Every static frame, wide and on a phone: each row's three lines sit between the bar above and its own."""
+    import itertools
+
+    from distlib.static import mode
+    from distlib.static.pictures import texts_outside
+
+    wide = PlannerWidget()
+    with mode.phone_twin():
+        phone = PlannerWidget()
+    for wdg in (wide, phone):
+        axes = {a.control: list(a.values) for a in wdg.static_axes()}
+        for values in itertools.product(*axes.values()):
+            wdg.render_frame(dict(zip(axes, values)))
+            where = f"{'phone' if wdg.fig.narrow else 'wide'} {values}"
+            assert not texts_outside(wdg.fig.figure, drawn=True), where
+            renderer = wdg.fig.figure.canvas.get_renderer()
+            labels = [t.get_window_extent(renderer) for t in wdg.labels if t.get_text()]
+            bars = [b.get_window_extent(renderer) for b in wdg.bars.values() if b.get_width() > 0]
+            for i, box in enumerate(labels):
+                assert not any(box.overlaps(bar) for bar in bars), f"{where}: label {i + 1} runs into a bar"
+                assert not any(box.overlaps(other) for other in labels[i + 1:]), f"{where}: labels {i + 1} overlap"
+    wide.close()
+    phone.close()

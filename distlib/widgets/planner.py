@@ -167,7 +167,7 @@ class PlannerWidget(FigureWidget):
                                          style=style, layout=layout)
         self.controls = [self.model_dropdown, self.gpus_dropdown, self.batch_dropdown]
 
-        self.fig = FigureImage(width=460, height=540, phone_height=600)
+        self.fig = FigureImage(width=460, height=600, phone_height=660)
         figure = self.fig.figure
         figure.delaxes(self.fig.ax)
         self.ax, self.legend_ax = figure.subplots(2, 1, gridspec_kw={"height_ratios": [4.2, 1]})
@@ -197,7 +197,7 @@ class PlannerWidget(FigureWidget):
                            for _ in range(_TICKS)]
         for side in ("top", "right", "left"):
             ax.spines[side].set_visible(False)
-        self.bars = {(i, t): ax.add_patch(Rectangle((0, i), 0, 0.36, color=TERM_COLORS[t], linewidth=0))
+        self.bars = {(i, t): ax.add_patch(Rectangle((0, i), 0, 0.3, color=TERM_COLORS[t], linewidth=0))
                      for i in range(TOP) for t in BREAKDOWN_TERMS}
         self.labels = [ax.text(0, i - 0.06, "", fontsize=11, ha="left", va="bottom", linespacing=1.15)
                        for i in range(TOP)]
@@ -245,8 +245,9 @@ class PlannerWidget(FigureWidget):
             if s is None:
                 self.labels[i].set_text("")
                 continue
-            self.labels[i].set_text(f"{i + 1}. {short_layout(s)}\nrecompute {s.recompute}, MFU {s.mfu:.0%}, "
-                                    f"{fmt_bytes(s.memory_bytes)}, {fmt_seconds(s.step_time)}")
+            # three short lines, broken where a reader would break them: no number parted from its unit
+            self.labels[i].set_text(f"{i + 1}. {short_layout(s)}\nrecompute {s.recompute}, MFU {s.mfu:.0%}\n"
+                                    f"{fmt_seconds(s.step_time)} a step, {fmt_bytes(s.memory_bytes)} a GPU")
         if r.fits:
             self.note.set_text("")
         else:
