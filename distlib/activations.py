@@ -39,7 +39,7 @@ RECOMPUTE_MODES = ("none", "selective", "full")
 
 
 def activation_bytes_per_layer(seq, micro_batch, hidden, heads, *, tp=1, sequence_parallel=False,
-                               recompute="none") -> float:
+                               recompute="none", ffn_hidden=None, kv_heads=None, gated_ffn=False) -> float:
     """Bytes of activations one transformer layer keeps for its backward pass, on one GPU.
 
     Korthikanti et al. 2022, Table 2, 16-bit activations (see the module's
@@ -58,6 +58,18 @@ def activation_bytes_per_layer(seq, micro_batch, hidden, heads, *, tp=1, sequenc
     recompute : {"none", "selective", "full"}
         ``"selective"`` recomputes the attention core (drops the ``5as/h``
         term); ``"full"`` keeps only the layer's input.
+    ffn_hidden, kv_heads, gated_ffn : optional
+        The MLP's width ``f`` (default ``4h``), the key/value heads of
+        grouped-query attention (default ``a``, so the key and value are
+        ``kv = h * kv_heads / a`` wide) and a gated MLP such as SwiGLU. The
+        paper's ``24 sbh`` inside the cut matrices is ``8 sbh`` of attention
+        (``2h`` each for the query, the key, the value and the output
+        projection's input) and ``16 sbh`` of MLP (``2f`` for the
+        activation's input and ``2f`` for the second matrix's input). In
+        general it is ``sb (4h + 4kv)`` and ``sb 4f``, or ``sb 6f`` gated
+        (the gate's and the up projection's outputs, both kept for the
+        backward pass, and their product). The defaults give the paper's
+        table exactly.
 
     Returns
     -------
@@ -87,6 +99,16 @@ def activation_bytes_per_layer(seq, micro_batch, hidden, heads, *, tp=1, sequenc
 
     >>> activation_bytes_per_layer(s, b, h, a, tp=8, sequence_parallel=True, recompute="selective") / (s * b * h)
     4.25
+
+    Llama 3 405B's layer (``h = 16384``, 8 key/value heads of 128, a
+    SwiGLU MLP of ``f = 53248``): grouped-query attention keeps less than
+    the paper's layer, and the wider, gated MLP more; inside the cut
+    matrices ``4 + 0.25 + 19.5 = 23.75`` bytes a token and hidden unit,
+    against the paper's 24:
+
+    >>> llama = dict(ffn_hidden=53248, kv_heads=8, gated_ffn=True, recompute="selective")
+    >>> activation_bytes_per_layer(8192, 1, 16384, 128, **llama) / (8192 * 16384) - 10
+    23.75
     """
     s = check_int("seq", seq, minimum=1)
     b = check_int("micro_batch", micro_batch, minimum=1)
@@ -95,10 +117,16 @@ def activation_bytes_per_layer(seq, micro_batch, hidden, heads, *, tp=1, sequenc
     t = check_int("tp", tp, minimum=1)
     sp = check_bool("sequence_parallel", sequence_parallel)
     mode = check_choice("recompute", recompute, RECOMPUTE_MODES)
+    f = 4 * h if ffn_hidden is None else check_int("ffn_hidden", ffn_hidden, minimum=1)
+    kv_a = a if kv_heads is None else check_int("kv_heads", kv_heads, minimum=1, maximum=a)
+    if a % kv_a:
+        raise ValueError(f"kv_heads must divide heads ({a}), got {kv_a}")
+    gated = check_bool("gated_ffn", gated_ffn)
     split = t if sp else 1  # what tensor parallelism leaves whole, sequence parallelism splits t ways
     if mode == "full":
         per_element = 2 / split
     else:
         attention = 0.0 if mode == "selective" else 5 * a * s / (h * t)
-        per_element = 10 / split + 24 / t + attention
+        cut = 4 + 4 * kv_a / a + (6 if gated else 4) * f / h  # 24 for the paper's layer (kv = h, f = 4h)
+        per_element = 10 / split + cut / t + attention
     return float(s * b * h) * per_element

@@ -213,6 +213,11 @@ def _traffic_mode(lay: _Layout) -> str:
     return "selective" if lay.attention == "flash" else "none"  # FlashAttention never writes the scores
 
 
+def _layer_shape(model: Transformer) -> dict:
+    """The MLP's width, the key/value heads and the gating, for the activation count."""
+    return {"ffn_hidden": model.ffn_hidden, "kv_heads": model.kv_heads, "gated_ffn": model.gated_ffn}
+
+
 def _compute_terms(model: Transformer, cluster: GpuCluster, lay: _Layout) -> tuple:
     """Seconds per microbatch of the stage's products at peak, and of its memory traffic at one pass."""
     acc, h, s = cluster.accelerator, model.hidden, model.seq
@@ -222,7 +227,8 @@ def _compute_terms(model: Transformer, cluster: GpuCluster, lay: _Layout) -> tup
     output_flops = training_flops(model.vocab * h, 1.0)  # the output layer, forward and backward, spread over the stages
     stage_flops = tokens / lay.tp * (_stage_layers(model, lay.pp, lay.chunks) * layer_flops + output_flops / lay.pp)
     kept = activation_bytes_per_layer(round(s / lay.cp), lay.micro_batch, h, model.heads, tp=lay.tp,
-                                      sequence_parallel=lay.sequence_parallel, recompute=_traffic_mode(lay))
+                                      sequence_parallel=lay.sequence_parallel, recompute=_traffic_mode(lay),
+                                      **_layer_shape(model))
     again = 4 / 3 if lay.recompute == "full" else 1.0
     memory = _stage_layers(model, lay.pp, lay.chunks) * kept * again / acc.hbm_bandwidth
     return stage_flops / acc.bf16_flops, memory
@@ -290,7 +296,7 @@ def _memory(model: Transformer, cluster: GpuCluster, lay: _Layout, microbatches:
                                      stage=lay.zero)
     mode = "selective" if lay.attention == "flash" and lay.recompute == "none" else lay.recompute
     args = (round(model.seq / lay.cp), lay.micro_batch, model.hidden, model.heads)
-    kw = {"tp": lay.tp, "sequence_parallel": lay.sequence_parallel}
+    kw = {"tp": lay.tp, "sequence_parallel": lay.sequence_parallel, **_layer_shape(model)}
     per_layer = activation_bytes_per_layer(*args, recompute=mode, **kw)
     if lay.schedule == "interleaved":
         in_flight = min(microbatches, lay.pp + (lay.pp - 1) / lay.chunks)

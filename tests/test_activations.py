@@ -84,7 +84,31 @@ def test_each_option_keeps_less(s, b, h, a, t):
     ((2048, 1, 1024, 16), {"sequence_parallel": "yes"}, TypeError, "sequence_parallel must be True or False"),
     ((2048, 1, 1024, 16), {"recompute": "partial"}, ValueError,
      "recompute must be one of 'none', 'selective', 'full'; got 'partial'"),
+    ((2048, 1, 1024, 16), {"ffn_hidden": 0}, ValueError, "ffn_hidden must be an integer >= 1, got 0"),
+    ((2048, 1, 1024, 16), {"kv_heads": 32}, ValueError, r"kv_heads must be an integer in \[1, 16\], got 32"),
+    ((2048, 1, 1024, 16), {"kv_heads": 3}, ValueError, r"kv_heads must divide heads \(16\), got 3"),
+    ((2048, 1, 1024, 16), {"gated_ffn": 1}, TypeError, "gated_ffn must be True or False"),
 ])
 def test_bad_input_names_the_parameter_and_its_range(args, kwargs, error, message):
     with pytest.raises(error, match=message):
         dl.activation_bytes_per_layer(*args, **kwargs)
+
+
+@pytest.mark.parametrize("t, sp", [(1, False), (8, False), (8, True)])
+def test_grouped_query_attention_and_a_gated_mlp_change_only_the_cut_matrices_share(t, sp):
+    """Counted by hand: inside the cut matrices a token keeps 2h each for q and the output projection's input,
+    2kv each for k and v, and 2f twice for a plain MLP or three times for a gated one; the rest is unchanged."""
+    s, b, h, a = 4096, 2, 8192, 64
+    kv_heads, f = 8, 28672
+    kv = h * kv_heads // a
+    for gated, mlp in ((False, 4 * f), (True, 6 * f)):
+        got = dl.activation_bytes_per_layer(s, b, h, a, tp=t, sequence_parallel=sp, ffn_hidden=f, kv_heads=kv_heads,
+                                            gated_ffn=gated)
+        whole = 10 * s * b * h / (t if sp else 1)
+        want = whole + s * b * (4 * h + 4 * kv + mlp) / t + 5 * a * s * s * b / t
+        assert got == pytest.approx(want, rel=1e-12)
+    plain = dl.activation_bytes_per_layer(s, b, h, a, tp=t, sequence_parallel=sp)
+    assert dl.activation_bytes_per_layer(s, b, h, a, tp=t, sequence_parallel=sp, ffn_hidden=4 * h, kv_heads=a) == plain
+    full = dict(tp=t, sequence_parallel=sp, recompute="full")
+    assert dl.activation_bytes_per_layer(s, b, h, a, ffn_hidden=f, kv_heads=kv_heads, gated_ffn=True, **full) == \
+        dl.activation_bytes_per_layer(s, b, h, a, **full)  # full recomputation keeps only the layer's input
