@@ -26,6 +26,16 @@ dropout mask, which selective recomputation recomputes instead of keeping.
 Full recomputation keeps only the layer's input, ``2 sbh``; with sequence
 parallelism that input is held split along the sequence, so ``2 sbh / t``
 (Table 2 lists the unsplit ``2 sbh``).
+
+The ``24 sbh`` inside the cut matrices are ``8 sbh`` of attention (``2h``
+each for the query, the key, the value and the output projection's input)
+and ``16 sbh`` of MLP (``2f`` each for the activation's input and the second
+matrix's input, ``f = 4h``). With grouped-query attention's thinner keys and
+values (``kv = h * kv_heads / a`` wide) and an MLP of any width ``f``, that
+is ``sb (4h + 4kv + 4f)``; a gated MLP (SwiGLU) keeps ``6f``, the gate's and
+the up projection's outputs and their product. Llama 3 405B's layer
+(``h = 16384``, 8 key/value heads of 128, ``f = 53248``, gated) keeps
+``23.75 sbh`` there: the two nearly cancel.
 """
 
 from __future__ import annotations
@@ -36,6 +46,15 @@ __all__ = ["RECOMPUTE_MODES", "activation_bytes_per_layer"]
 
 #: What a layer recomputes in its backward pass instead of keeping: nothing, the attention core, all of it.
 RECOMPUTE_MODES = ("none", "selective", "full")
+
+
+def _layer_shape(h: int, a: int, ffn_hidden, kv_heads, gated_ffn) -> tuple:
+    """The MLP's width, the key/value heads and the gating, checked (defaults: ``4h``, ``a``, not gated)."""
+    f = 4 * h if ffn_hidden is None else check_int("ffn_hidden", ffn_hidden, minimum=1)
+    kv_a = a if kv_heads is None else check_int("kv_heads", kv_heads, minimum=1, maximum=a)
+    if a % kv_a:
+        raise ValueError(f"kv_heads must divide heads ({a}), got {kv_a}")
+    return f, kv_a, check_bool("gated_ffn", gated_ffn)
 
 
 def activation_bytes_per_layer(seq, micro_batch, hidden, heads, *, tp=1, sequence_parallel=False,
@@ -59,17 +78,9 @@ def activation_bytes_per_layer(seq, micro_batch, hidden, heads, *, tp=1, sequenc
         ``"selective"`` recomputes the attention core (drops the ``5as/h``
         term); ``"full"`` keeps only the layer's input.
     ffn_hidden, kv_heads, gated_ffn : optional
-        The MLP's width ``f`` (default ``4h``), the key/value heads of
-        grouped-query attention (default ``a``, so the key and value are
-        ``kv = h * kv_heads / a`` wide) and a gated MLP such as SwiGLU. The
-        paper's ``24 sbh`` inside the cut matrices is ``8 sbh`` of attention
-        (``2h`` each for the query, the key, the value and the output
-        projection's input) and ``16 sbh`` of MLP (``2f`` for the
-        activation's input and ``2f`` for the second matrix's input). In
-        general it is ``sb (4h + 4kv)`` and ``sb 4f``, or ``sb 6f`` gated
-        (the gate's and the up projection's outputs, both kept for the
-        backward pass, and their product). The defaults give the paper's
-        table exactly.
+        The MLP's width ``f`` (default ``4h``), grouped-query attention's
+        key/value heads (default ``a``) and a gated MLP such as SwiGLU (see
+        the module's docstring); the defaults give the paper's table.
 
     Returns
     -------
@@ -100,11 +111,8 @@ def activation_bytes_per_layer(seq, micro_batch, hidden, heads, *, tp=1, sequenc
     >>> activation_bytes_per_layer(s, b, h, a, tp=8, sequence_parallel=True, recompute="selective") / (s * b * h)
     4.25
 
-    Llama 3 405B's layer (``h = 16384``, 8 key/value heads of 128, a
-    SwiGLU MLP of ``f = 53248``): grouped-query attention keeps less than
-    the paper's layer, and the wider, gated MLP more; inside the cut
-    matrices ``4 + 0.25 + 19.5 = 23.75`` bytes a token and hidden unit,
-    against the paper's 24:
+    Llama 3 405B's layer: inside the cut matrices ``4 + 0.25 + 19.5``
+    bytes a token and hidden unit, against the paper's 24:
 
     >>> llama = dict(ffn_hidden=53248, kv_heads=8, gated_ffn=True, recompute="selective")
     >>> activation_bytes_per_layer(8192, 1, 16384, 128, **llama) / (8192 * 16384) - 10
@@ -117,11 +125,7 @@ def activation_bytes_per_layer(seq, micro_batch, hidden, heads, *, tp=1, sequenc
     t = check_int("tp", tp, minimum=1)
     sp = check_bool("sequence_parallel", sequence_parallel)
     mode = check_choice("recompute", recompute, RECOMPUTE_MODES)
-    f = 4 * h if ffn_hidden is None else check_int("ffn_hidden", ffn_hidden, minimum=1)
-    kv_a = a if kv_heads is None else check_int("kv_heads", kv_heads, minimum=1, maximum=a)
-    if a % kv_a:
-        raise ValueError(f"kv_heads must divide heads ({a}), got {kv_a}")
-    gated = check_bool("gated_ffn", gated_ffn)
+    f, kv_a, gated = _layer_shape(h, a, ffn_hidden, kv_heads, gated_ffn)
     split = t if sp else 1  # what tensor parallelism leaves whole, sequence parallelism splits t ways
     if mode == "full":
         per_element = 2 / split
