@@ -28,6 +28,7 @@ import distlib as dl  # noqa: E402
 from distlib.widgets.collectives import CollectivesWidget  # noqa: E402
 from distlib.widgets.minicluster import TwoLevelWidget  # noqa: E402
 from distlib.widgets.overlap import OverlapWidget  # noqa: E402
+from distlib.widgets.pipeline import PipelineWidget  # noqa: E402
 from distlib.widgets.planner import PlannerWidget  # noqa: E402
 from distlib.widgets.ring import ClusterWidget, RingWidget  # noqa: E402
 from distlib.widgets.roofline import RooflineWidget  # noqa: E402
@@ -39,7 +40,7 @@ from distlib.widgets.zero import ZeroWidget  # noqa: E402
 #: Every public widget class, by name.
 WIDGETS = {cls.__name__: cls for cls in (RingWidget, ClusterWidget, CollectivesWidget, TwoLevelWidget,
                                          OverlapWidget, RooflineWidget, TopologyWidget, WallsWidget,
-                                         ZeroWidget, TensorParallelWidget, PlannerWidget)}
+                                         ZeroWidget, TensorParallelWidget, PipelineWidget, PlannerWidget)}
 
 NAN, INF = float("nan"), float("inf")
 
@@ -62,6 +63,13 @@ def _bad(label, cls, error, states, **kwargs) -> BadInput:
 V, T = ValueError, TypeError
 
 BAD_WIDGET_INPUTS = [
+    # chapter 12's pipeline explorer
+    _bad("unknown pipeline schedule", "PipelineWidget", V, "'gpipe', '1f1b', 'interleaved'", kind="pipedream"),
+    _bad("three pipeline stages", "PipelineWidget", V, "2, 4, 8", stages=3),
+    _bad("microbatches not offered", "PipelineWidget", V, "8, 16, 32", microbatches=12),
+    _bad("one chunk for the interleaved schedule", "PipelineWidget", V, "2, 4", chunks=1),
+    _bad("fractional chunks", "PipelineWidget", T, "2, 4", chunks=2.5),
+    _bad("backward ratio above the buttons", "PipelineWidget", V, "[1, 3]", backward_ratio=5),
     # chapter 13's planner
     _bad("a model not on the menu (planner)", "PlannerWidget", V, "'GPT-3 175B', 'Llama 3 405B', 'Megatron 1T'",
          model="GPT-4"),
@@ -241,6 +249,8 @@ EDGES = [
     (("TopologyWidget", {"kind": "fat_tree", "size": 6}), "size", 6),
     (("ZeroWidget", {"params": 1e12, "gpus": 1024.0, "stage": 0}), "gpus_dropdown", 1024),
     (("RooflineWidget", {"accelerator": "tpu v5p", "n": 16}), "accelerator_dropdown", "TPU v5p"),
+    (("PipelineWidget", {"kind": "interleaved", "stages": 8.0, "microbatches": 32, "chunks": 4}), "stages_buttons", 8),
+    (("PipelineWidget", {"backward_ratio": 1.5}), "ratio_dropdown", 1.5),
     (("PlannerWidget", {"gpus": 16384.0, "global_batch": 256}), "gpus_dropdown", 16384),
 ]
 
@@ -270,6 +280,7 @@ def test_the_chapters_calls_still_pass():
         ("TopologyWidget", dict(kind="torus2", size=4)),
         ("ZeroWidget", dict(params=70e9, gpus=8, stage=0, accelerator="H100")),  # chapter 10
         ("TensorParallelWidget", dict(tp=8, sequence_parallel=False, recompute="none", placement="nvlink")),  # 11
+        ("PipelineWidget", dict(kind="1f1b", stages=4, microbatches=8, chunks=2, backward_ratio=2.0)),  # 12
         ("PlannerWidget", dict(model="GPT-3 175B", gpus=1024, global_batch=512)),  # 13
         ("CollectivesWidget", dict(alpha=5e-6, bandwidth=50e9, p=64, n_bytes=1e6)),
         ("CollectivesWidget", dict(alpha=1e-7, bandwidth=1e12, p=2, n_bytes=2**20)),  # chapter 7: clipped fit

@@ -17,6 +17,7 @@ from distlib.widgets import _base
 from distlib.widgets.collectives import CollectivesWidget
 from distlib.widgets.minicluster import TwoLevelWidget
 from distlib.widgets.overlap import OverlapWidget
+from distlib.widgets.pipeline import PipelineWidget
 from distlib.widgets.planner import PlannerWidget
 from distlib.widgets.ring import ClusterWidget, RingWidget
 from distlib.widgets.roofline import RooflineWidget
@@ -83,6 +84,7 @@ FACTORIES = {
     "two_level": lambda: TwoLevelWidget(nodes=2, ranks_per_node=2, link_bandwidth=1e9 / 8),
     "zero": lambda: ZeroWidget(params=70e9, gpus=8, stage=0),
     "tensor_parallel": lambda: TensorParallelWidget(tp=8),
+    "pipeline": lambda: PipelineWidget(kind="1f1b", stages=4, microbatches=8),
     "planner": lambda: PlannerWidget(model="GPT-3 175B", gpus=1024, global_batch=512),
 }
 

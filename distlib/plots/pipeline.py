@@ -1,0 +1,110 @@
+"""Drawing a pipeline schedule: one row per stage, a box per forward or backward op, idle time left grey.
+
+:func:`plot_pipeline_schedule` draws a :class:`distlib.pipeline_schedule.PipelineSchedule`'s
+``events`` on an axes it is given (chapter 12's figure and its widget call it),
+on a time axis in units of one stage's forward pass for one microbatch.
+Forwards are blue and backwards orange; an interleaved schedule's odd
+chunks are a lighter shade of the same colour. A box wide enough for its
+label carries its microbatch's number.
+"""
+
+from __future__ import annotations
+
+from matplotlib.collections import PolyCollection
+from matplotlib.patches import Patch
+
+__all__ = ["plot_pipeline_schedule", "FORWARD_COLORS", "BACKWARD_COLORS", "IDLE_COLOR", "schedule_legend_handles"]
+
+#: Forward boxes: even chunks dark, odd chunks lighter (an interleaved stage's chunks alternate).
+FORWARD_COLORS = ("#2f5f9e", "#6a98d8")
+#: Backward boxes: even chunks dark, odd chunks lighter.
+BACKWARD_COLORS = ("#b5541c", "#e08a4f")
+#: A stage's row where it computes nothing.
+IDLE_COLOR = "#e6e6e6"
+_HEIGHT = 0.72
+#: Points of width a box needs per character of its label (11 pt digits are about 6.2 pt wide), plus padding.
+_PT_PER_CHAR, _PT_PAD = 6.6, 3.0
+
+
+def _color(kind: str, chunk: int) -> str:
+    colors = FORWARD_COLORS if kind == "F" else BACKWARD_COLORS
+    return colors[chunk % 2]
+
+
+def schedule_legend_handles(chunks: int = 1) -> list:
+    """Legend entries: forward, backward (per chunk when ``chunks`` > 1) and idle."""
+    if chunks == 1:
+        handles = [Patch(color=FORWARD_COLORS[0], label="forward"), Patch(color=BACKWARD_COLORS[0], label="backward")]
+    else:
+        handles = [Patch(color=FORWARD_COLORS[0], label="F, even chunk"),
+                   Patch(color=FORWARD_COLORS[1], label="F, odd chunk"),
+                   Patch(color=BACKWARD_COLORS[0], label="B, even chunk"),
+                   Patch(color=BACKWARD_COLORS[1], label="B, odd chunk")]
+    return handles + [Patch(facecolor=IDLE_COLOR, edgecolor="#999999", linewidth=0.5, label="idle")]
+
+
+def plot_pipeline_schedule(ax, schedule, *, xmax: float | None = None, labels: bool = True,
+                           stage_labels=None) -> dict:
+    """Draw ``schedule`` (a :class:`~distlib.pipeline_schedule.PipelineSchedule`) on ``ax``: stage 0 on top.
+
+    Parameters
+    ----------
+    ax : matplotlib.axes.Axes
+    schedule : PipelineSchedule
+    xmax : float, optional
+        The right end of the time axis, in forward times (default: the step's end).
+    labels : bool
+        Write each microbatch's number in its box where the box is wide enough.
+    stage_labels : list of str, optional
+        The y tick labels, one per stage (default ``"stage s"``).
+
+    Returns
+    -------
+    dict
+        ``"boxes"`` (the ops' PolyCollection), ``"idle"`` (the rows' backgrounds), ``"texts"`` (the labels).
+    """
+    unit = schedule.forward_time
+    p = schedule.stages
+    end = schedule.iteration_time / unit
+    xmax = end if xmax is None else float(xmax)
+    rows = [[(0, s - _HEIGHT / 2), (end, s - _HEIGHT / 2), (end, s + _HEIGHT / 2), (0, s + _HEIGHT / 2)]
+            for s in range(p)]
+    idle = PolyCollection(rows, facecolors=IDLE_COLOR, edgecolors="none", zorder=1)
+    ax.add_collection(idle)
+    verts, colors = [], []
+    for e in schedule.events:
+        x0, x1 = e.start / unit, e.end / unit
+        y0, y1 = e.stage - _HEIGHT / 2, e.stage + _HEIGHT / 2
+        verts.append([(x0, y0), (x1, y0), (x1, y1), (x0, y1)])
+        colors.append(_color(e.kind, e.chunk))
+    # a thin white edge between neighbouring boxes, where the boxes are wide enough to keep their colour
+    thinnest = min(e.duration for e in schedule.events) / unit * _pt_per_unit(ax, xmax)
+    boxes = PolyCollection(verts, facecolors=colors, edgecolors="white", linewidths=0.6 if thinnest >= 5 else 0,
+                           zorder=2)
+    ax.add_collection(boxes)
+    ax.set_xlim(0, xmax)
+    ax.set_ylim(p - 0.5, -0.5)
+    ax.set_yticks(range(p), stage_labels if stage_labels is not None else [f"stage {s}" for s in range(p)])
+    ax.tick_params(axis="y", length=0)
+    for side in ("top", "right", "left"):
+        ax.spines[side].set_visible(False)
+    texts = _box_labels(ax, schedule, unit, xmax) if labels else []
+    return {"boxes": boxes, "idle": idle, "texts": texts}
+
+
+def _pt_per_unit(ax, xmax: float) -> float:
+    """Points of the axes' width per forward time."""
+    return ax.get_position().width * ax.figure.get_figwidth() * 72 / xmax
+
+
+def _box_labels(ax, schedule, unit: float, xmax: float) -> list:
+    """The microbatch number in every box at least as wide as the number (11 pt), centred."""
+    pt_per_unit = _pt_per_unit(ax, xmax)
+    texts = []
+    for e in schedule.events:
+        label = str(e.microbatch)
+        if e.duration / unit * pt_per_unit < len(label) * _PT_PER_CHAR + _PT_PAD:
+            continue
+        texts.append(ax.text((e.start + e.end) / 2 / unit, e.stage, label, ha="center", va="center", fontsize=11,
+                             color="white", zorder=3, clip_on=True))
+    return texts
