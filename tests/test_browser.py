@@ -277,6 +277,8 @@ PROSE_ASKS = {
                                  "lower the tensor-parallel T": "tensor-parallel T",
                                  "Turn on sequence parallel": "sequence parallel",
                                  "pick selective recomputation": "recomputation"},
+    "notebooks/12_pipelines.html": {"Switch the schedule to GPipe": "schedule", "Raise the stages p": "stages p",
+                                    "set the microbatches m": "microbatches m", "pick chunks v": "chunks v"},
     "notebooks/13_layout.html": {"Pick Llama 3 405B as the model": "model", "lower the GPUs": "GPUs",
                                  "raise the global batch": "global batch"},
 }

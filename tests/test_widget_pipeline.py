@@ -43,8 +43,8 @@ def test_the_picture_is_the_schedules_events():
     r = wdg.result
     boxes = wdg.fig.ax.collections[-1]
     assert len(boxes.get_paths()) == len(r.events) == 2 * 2 * 8 * 2
-    drawn = sorted((float(p.vertices[:, 1].min() + p.vertices[:, 1].max()) / 2, float(p.vertices[:, 0].min()), float(p.vertices[:, 0].max()))
-                   for p in boxes.get_paths())
+    drawn = sorted(((p.vertices[:, 1].min() + p.vertices[:, 1].max()) / 2, p.vertices[:, 0].min(),
+                    p.vertices[:, 0].max()) for p in boxes.get_paths())
     want = sorted((float(e.stage), e.start / r.forward_time, e.end / r.forward_time) for e in r.events)
     assert [x for box in drawn for x in box] == pytest.approx([x for box in want for x in box])
     assert wdg.fig.ax.get_xlim() == pytest.approx((0, r.iteration_time / r.forward_time))
