@@ -13,7 +13,11 @@ from __future__ import annotations
 from matplotlib.collections import PolyCollection
 from matplotlib.patches import Patch
 
-__all__ = ["plot_pipeline_schedule", "FORWARD_COLORS", "BACKWARD_COLORS", "IDLE_COLOR", "schedule_legend_handles"]
+from ..static.legend import legend_below, legend_below_again, recorded_below
+from ..static.phone import phone_layout
+
+__all__ = ["plot_pipeline_schedule", "FORWARD_COLORS", "BACKWARD_COLORS", "IDLE_COLOR", "schedule_legend_handles",
+           "schedule_legend", "phone_figure"]
 
 #: Forward boxes: even chunks dark, odd chunks lighter (an interleaved stage's chunks alternate).
 FORWARD_COLORS = ("#2f5f9e", "#6a98d8")
@@ -108,3 +112,25 @@ def _box_labels(ax, schedule, unit: float, xmax: float) -> list:
         texts.append(ax.text((e.start + e.end) / 2 / unit, e.stage, label, ha="center", va="center", fontsize=11,
                              color="white", zorder=3, clip_on=True))
     return texts
+
+
+def schedule_legend(ax, *, chunks: int = 1):
+    """The legend of :func:`schedule_legend_handles` under ``ax`` (below its x label), in one row."""
+    return legend_below(ax, handles=schedule_legend_handles(chunks), ncols=3, fontsize=11, frameon=False)
+
+
+def _phone(fig) -> None:
+    """A phone's copy: no numbers in the boxes (they are a third as wide there), the legend placed again."""
+    for ax in fig.axes:
+        for text in list(ax.texts):
+            text.remove()
+        if recorded_below(ax) is not None and ax.get_legend() is not None:
+            entries = len(ax.get_legend().get_texts())
+            legend_below_again(ax, handles=schedule_legend_handles(1 if entries == 3 else 2), handlelength=1.2,
+                               columnspacing=0.8, handletextpad=0.4)
+
+
+def phone_figure(fig, *, height: float | None = None):
+    """Say how a figure of schedules is drawn for a phone (:func:`distlib.static.phone.phone_layout`):
+    ``height`` CSS px tall, the boxes' numbers left out. Returns ``fig``."""
+    return phone_layout(fig, height=height, adjust=_phone)
