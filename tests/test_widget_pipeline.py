@@ -148,3 +148,30 @@ def test_the_widget_and_the_library_agree_on_the_closed_forms():
         ref = dl.pipeline_schedule("1f1b", p, m, forward_time=1.0, backward_time=2.0)
         assert wdg.result.iteration_time == ref.iteration_time
         wdg.close()
+
+
+def test_the_chapters_figure_fits_both_sizes_and_the_phone_copy_drops_the_box_numbers():
+    from matplotlib.figure import Figure
+
+    from distlib.plots import pipeline as pipeline_plots
+    from distlib.static.pictures import NARROW, phone_copy, render_pair
+
+    fig = Figure(figsize=(6.4, 5.6))
+    axes = fig.subplots(3, 1, sharex=True)
+    runs = [dl.pipeline_schedule(k, 4, 8, forward_time=1.0, backward_time=2.0, chunks=2 if k == "interleaved" else 1)
+            for k in PIPELINE_SCHEDULES]
+    for ax, r in zip(axes, runs):
+        drawn = pipeline_plots.plot_pipeline_schedule(ax, r, xmax=max(x.iteration_time for x in runs))
+        ax.set_title(f"{r.kind}: bubble {r.bubble_fraction:.0%} of the step", fontsize=11)
+        assert drawn["texts"] and len(drawn["boxes"].get_paths()) == len(r.events)
+    axes[-1].set_xlabel("time (one forward = 1)")
+    fig.tight_layout()
+    pipeline_plots.schedule_legend(axes[-1])
+    pipeline_plots.phone_figure(fig, height=640)
+    wide, narrow = render_pair(fig, strict=True)  # strict: a text that cannot fit is an error
+    assert narrow.width <= NARROW < wide.width  # tight bounding box: a pixel or two under NARROW
+    phone = phone_copy(fig)
+    from distlib.static.phone import phone_spec
+
+    phone_spec(fig).adjust(phone)
+    assert all(not ax.texts for ax in phone.axes) and phone.axes[-1].get_legend() is not None
