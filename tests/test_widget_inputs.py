@@ -280,7 +280,7 @@ def test_the_chapters_calls_still_pass():
         ("TopologyWidget", dict(kind="torus2", size=4)),
         ("ZeroWidget", dict(params=70e9, gpus=8, stage=0, accelerator="H100")),  # chapter 10
         ("TensorParallelWidget", dict(tp=8, sequence_parallel=False, recompute="none", placement="nvlink")),  # 11
-        ("PipelineWidget", dict(kind="1f1b", stages=4, microbatches=8, chunks=2, backward_ratio=2.0)),  # 12
+        ("PipelineWidget", dict(kind="interleaved", stages=4, microbatches=8, chunks=2)),  # 12
         ("PlannerWidget", dict(model="GPT-3 175B", gpus=1024, global_batch=512)),  # 13
         ("CollectivesWidget", dict(alpha=5e-6, bandwidth=50e9, p=64, n_bytes=1e6)),
         ("CollectivesWidget", dict(alpha=1e-7, bandwidth=1e12, p=2, n_bytes=2**20)),  # chapter 7: clipped fit
