@@ -3,7 +3,7 @@
 Runs :mod:`distlib.examples.ddp_overlap` on ``--ranks`` gloo processes with
 more iterations than the chapter can afford, then prints, per
 ``bucket_cap_mb``, the measured median step times beside the predictions of
-:func:`distlib.measure_overlap.compare_ddp` (measured per-layer backward
+:func:`distlib.overlap.measure.compare_ddp` (measured per-layer backward
 times, DDP's own buckets, measured all-reduce times), with the ratios, and
 the CPU time per step. Optionally also times classic and pipelined CG.
 
@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from distlib.collectives import collective_time  # noqa: E402
 from distlib.examples import ddp_overlap  # noqa: E402
-from distlib.measure_overlap import compare_ddp  # noqa: E402
+from distlib.overlap.measure import compare_ddp  # noqa: E402
 
 
 def main(argv=None) -> int:

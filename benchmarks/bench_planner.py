@@ -59,8 +59,8 @@ from __future__ import annotations
 import statistics
 
 import distlib as dl
-from distlib.layout import planner_constants, published_cluster, published_model, published_step
-from distlib.layout_published import published_layouts
+from distlib.planner import planner_constants, published_cluster, published_model, published_step
+from distlib.planner.published import published_layouts
 
 
 def _row(r) -> tuple:
@@ -88,7 +88,7 @@ def main() -> None:
             errors.append(abs(error))
         tag = " (fit)" if r.role == "fit" else ""
         print(f"{r.id + tag:38s} {r.metric:6s} {r.printed:7.1%} {predicted:7.1%} {error:+7.1%} {str(step.fits):>5s} "
-              f"{step.memory_bytes / 1e9:5.1f}  {step.layout}; {terms}")
+              f"{step.memory_bytes / 1e9:5.1f}  {step.name}; {terms}")
     print(f"\nHeld-out rows: {len(errors)}, median |error| {statistics.median(errors):.1%}, "
           f"largest {max(errors):.1%}")
     gpt3 = dl.transformer(96, 12288, 96, seq=2048, vocab=51200)
@@ -116,7 +116,7 @@ def main() -> None:
             for r in (x for x in published_layouts() if x.id.startswith(f"megatron2021_t2_{kind}_{size}")):
                 step = published_step(r)
                 print(f"  {kind:5s} {size:7s} {r.nodes * 8:5d} GPUs: {r.printed * 312:5.0f} {step.hfu * 312:5.0f}"
-                      f"   dp_comm {step.breakdown['dp_comm'] / step.step_time:4.0%} of the step ({step.layout})")
+                      f"   dp_comm {step.breakdown['dp_comm'] / step.step_time:4.0%} of the step ({step.name})")
 
 
 if __name__ == "__main__":

@@ -38,7 +38,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from distlib.minicluster import mini_cluster, minicluster_support  # noqa: E402
-from distlib.minicluster_slurm import slurm_support  # noqa: E402
+from distlib.minicluster.slurm import slurm_support  # noqa: E402
 
 
 ROOT = Path(__file__).resolve().parents[1]

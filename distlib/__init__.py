@@ -45,15 +45,15 @@ from .overlap import (Event, OverlapTimeline, overlap_timeline, overlap_speedup_
                       layerwise_exact_time, naive_layerwise_time, no_backup, Bucket, bucket_gradients, DDPStep,
                       ddp_step, BucketSweep, bucket_sweep, bucket_timeline, gradient_profile, cg_iteration_time,
                       DDP_BUCKET_BYTES, DDP_FIRST_BUCKET_BYTES)
-from .measure_overlap import DDPComparison, compare_ddp, fit_allreduce, parse_json_line
+from .overlap.measure import DDPComparison, compare_ddp, fit_allreduce, parse_json_line
 
 # Part IV: parallel training
 from .pipeline_schedule import PIPELINE_SCHEDULES, PipelineEvent, PipelineSchedule, pipeline_schedule
 from .activations import RECOMPUTE_MODES, activation_bytes_per_layer
-from .transformer_model import Transformer, transformer
-from .layout import (LAYOUT_SCHEDULES, ATTENTION_KERNELS, BREAKDOWN_TERMS, MIN_CP_TOKENS, PlannerConstants,
+from .planner.model import Transformer, transformer
+from .planner import (LAYOUT_SCHEDULES, ATTENTION_KERNELS, BREAKDOWN_TERMS, MIN_CP_TOKENS, PlannerConstants,
                      planner_constants, LayoutStep, layout_step, plan_layouts)
-from .layout_published import PublishedLayout, published_layouts
+from .planner.published import PublishedLayout, published_layouts
 
 # units, shown numbers and notebook helpers
 from .units import gbit_to_bytes_per_s, bytes_per_s_to_gbit

@@ -1,669 +1,428 @@
-"""One training step of a layout (DP x TP x PP x CP, ZeRO, recomputation), and the planner that ranks them.
+"""A parallel layout as one value: its degrees, its options, its rank grid and its flags.
 
-Chapter "Choosing a layout" asks which way to cut a model over a cluster. The
-answer here is arithmetic over the library's other models, each asked in its
-home: parameters and FLOPs from :mod:`distlib.transformer_model`, model-state
-bytes per ZeRO stage from :func:`distlib.walls.zero_state_bytes_per_gpu`,
-activations from :func:`distlib.activations.activation_bytes_per_layer`
-(Korthikanti et al. 2022), every collective's time from the GPU-cluster model
-of chapter 7 (:func:`distlib.gpu_cluster.predict_time`, NCCL's tuner), the
-bubble from :mod:`distlib.pipeline_schedule`'s closed forms, peak FLOP/s and
-HBM from the hardware table.
+The book's trainer, its planner and its table of published runs all speak of
+the same thing: how many ways the work is cut along each axis, and how. Here
+that is one frozen value, :class:`Layout`, built once (from keywords, or from
+the flags a command line got, :meth:`Layout.from_argv`), checked once
+(:meth:`Layout.problem`: one line naming the flag and what would fit), then
+asked for what follows from it: the number of ranks, where a rank sits in the
+grid (:meth:`Layout.coords`), the groups it belongs to (:meth:`Layout.groups`),
+the flags that rebuild it (:meth:`Layout.argv`) and the words that describe it
+(:meth:`Layout.words`). The anchors do the same: torchtitan's
+``ParallelDims``, nanotron's ``ParallelismArgs``, picotron's
+``ProcessGroupManager``.
 
-Placement. Ranks are numbered TP fastest, then CP, then PP, then DP (Llama 3's
-order), ``gpus_per_node`` to a node. Each collective runs on the sub-cluster
-its group occupies (counted rank by rank: how many nodes, how many of its
-members on each); groups that share a node share its NICs.
+The rank grid. Ranks are numbered along the grid ``(dp, pp, cp, tp)``,
+tensor parallelism fastest (picotron's ``view(dp, pp, cp, tp)``; Megatron-LM
+and Llama 3 order their groups the same way): rank
+``((d * pp + s) * cp + c) * tp + t`` is tensor-parallel rank ``t`` of
+context-parallel rank ``c`` of pipeline stage ``s`` of data-parallel replica
+``d``. So a tensor-parallel group is ``tp`` neighbouring ranks, which a
+launcher that fills nodes in rank order keeps inside a node.
 
-Time of one step (the names of :attr:`LayoutStep.breakdown`, in seconds;
-``m = global_batch / (dp b)`` microbatches of ``b`` sequences per pipeline):
+The groups a rank needs (:class:`Groups`) are read off that grid: along one
+axis with the others held (``dp``, ``pp``, ``cp``, ``tp``); the ``dp * cp``
+ranks that hold the same parameters and reduce their gradients together
+(``replicas``; ZeRO shards over them); and, with experts, the ``ep`` of
+those that split the experts between them (``ep``) and the ranks holding
+the same experts (``expert_replicas``).
 
-* ``compute``: the stage's matrix products, hardware FLOPs (recomputation
-  included) over ``peak * matmul_efficiency``;
-* ``memory_bound``: the layer norms, softmax, dropout and activations between
-  the products, which stream memory: ``memory_traffic`` times the bytes of
-  activations a layer keeps with no recomputation (Korthikanti's count; without
-  the attention scores when the kernel is FlashAttention), over the HBM
-  bandwidth; a third more with full recomputation;
-* ``tp_comm``: Megatron's four all-reduces of ``s b h`` bf16 values per layer
-  per microbatch (two forward, two backward; six with full recomputation);
-  with sequence parallelism each is a reduce-scatter and an all-gather, the
-  same bytes. Not overlapped;
-* ``cp_comm``: context parallelism's all-gather of keys and values per layer
-  forward and its reduce-scatter backward (Llama 3's all-gather method);
-* ``pp_comm``: one activation and one gradient per microbatch per chunk
-  between neighbouring stages (split ``tp`` ways, Megatron's scatter/gather);
-* ``bubble``: ``(p - 1) / v`` microbatch-times (1F1B and interleaved);
-* ``dp_comm``: the data-parallel collectives of the ZeRO stage (their passes
-  from :class:`distlib.walls.ZeroStage`; ZeRO-3's gathers and reduce-scatter
-  once per microbatch), times ``dp_exposure``;
-* ``optimizer``: Adam's update streaming the GPU's share of the
-  mixed-precision state through HBM once.
-
-Three constants are fitted (:func:`planner_constants`) and everything else
-is predicted: ``matmul_efficiency`` and ``memory_traffic`` on Korthikanti et
-al.'s 22B and 1T rows, ``dp_exposure`` on their 530B run at 8-way data
-parallelism (``data/published_layouts.csv``, ``role`` "fit").
-
-Memory (peak per GPU): the mixed-precision model state of the GPU's
-``1 / (tp pp)`` of the weights under its ZeRO stage over ``dp cp`` ranks,
-plus one microbatch's activations per layer of the busiest stage times the
-first stage's microbatches in flight (``min(p, m)`` for 1F1B,
-``p + (p - 1)/v`` for interleaved), plus, with full recomputation, the one
-layer being recomputed. Logits, ZeRO-3's gathered layer, temporary buffers
-and fragmentation are not counted.
+Degrees that a run has not fixed yet (a published run's unprinted chunks,
+the planner's choice of microbatches) may be ``None``; :meth:`Layout.filled`
+says whether every field is set.
 """
 
 from __future__ import annotations
 
-import math
-from collections import Counter
-from dataclasses import dataclass, field, replace
-from functools import lru_cache
+import argparse
+from dataclasses import dataclass, fields, replace
 
 from ._check import check_bool, check_choice, check_int
-from .activations import RECOMPUTE_MODES, activation_bytes_per_layer
-from .gpu_cluster import GpuCluster, calibration, gpu_cluster, predict_time
-from .layout_published import published_layouts
-from .transformer_model import Transformer, transformer
-from .units import gbit_to_bytes_per_s
-from .walls import RECIPES, training_flops, zero_stage, zero_state_bytes_per_gpu
 
-__all__ = ["LAYOUT_SCHEDULES", "ATTENTION_KERNELS", "BREAKDOWN_TERMS", "MIN_CP_TOKENS", "PlannerConstants",
-           "planner_constants", "LayoutStep", "layout_step", "plan_layouts", "published_model", "published_cluster", "published_step"]
+__all__ = ["GRID", "DEGREES", "SCHEDULES", "CP_KINDS", "Coords", "Groups", "Layout"]
 
-#: Pipeline schedules the planner times (the closed forms of :mod:`distlib.pipeline_schedule`).
-LAYOUT_SCHEDULES = ("1f1b", "interleaved")
-#: How attention is computed: scores written to HBM, or FlashAttention (they never are).
-ATTENTION_KERNELS = ("materialized", "flash")
-#: The named seconds of a step, in the order they are summed.
-BREAKDOWN_TERMS = ("compute", "memory_bound", "tp_comm", "cp_comm", "pp_comm", "bubble", "dp_comm", "optimizer")
-#: Tokens of a sequence each GPU keeps before :func:`plan_layouts` tries context parallelism. The model
-#: charges nothing for short matrices, so it would split 2K sequences 8 ways; practice (Llama 3's 128K
-#: stage) keeps CP for long contexts. Pass ``cp=`` to try any degree.
-MIN_CP_TOKENS = 8192
-_BF16 = 2  # bytes per activation, weight or gradient value
-_RECIPE = "mixed_precision_adam"
-
-
-@dataclass(frozen=True)
-class PlannerConstants:
-    """The planner's three fitted constants.
-
-    Attributes
-    ----------
-    matmul_efficiency : float
-        Achieved fraction of the dense BF16 peak in the matrix products.
-    memory_traffic : float
-        Bytes the non-matmul operations move per byte of activations a layer keeps.
-    dp_exposure : float
-        Step seconds per second of NCCL-predicted data-parallel communication
-        (0: hidden; 1: exposed at nccl-tests speed; more: slower than that).
-    sources : dict
-        Constant -> the published row ids it was fitted on.
-    """
-
-    matmul_efficiency: float
-    memory_traffic: float
-    dp_exposure: float
-    sources: dict = field(default_factory=dict, repr=False, hash=False, compare=False)
+GRID = ("dp", "pp", "cp", "tp")
+"""The rank grid's axes, slowest first: rank ``((d * pp + s) * cp + c) * tp + t``."""
+DEGREES = ("dp", "tp", "pp", "cp", "ep")
+"""The degrees of a layout, in the order its words and flags give them."""
+SCHEDULES = ("gpipe", "1f1b", "interleaved")
+"""Pipeline schedules (:func:`distlib.pipeline_schedule`)."""
+CP_KINDS = ("ring", "allgather", "ulysses")
+"""How context parallelism brings each rank the keys and values it needs (chapter "Context parallelism")."""
+_ZERO = (0, 1, 2, 3)
+_FLAGS = {"dp": "--dp", "tp": "--tp", "pp": "--pp", "cp": "--cp", "ep": "--ep", "zero": "--zero",
+          "sequence_parallel": "--sp", "schedule": "--schedule", "chunks": "--chunks",
+          "microbatches": "--microbatches", "cp_kind": "--cp-kind"}
+_HELP = {
+    "dp": "data-parallel replicas (default 1)",
+    "tp": "tensor-parallel ranks (default 1)",
+    "pp": "pipeline stages (default 1)",
+    "cp": "context-parallel ranks: the sequence split over them (default 1)",
+    "ep": "expert-parallel ranks: the experts split over them, within the --dp x --cp ranks (default 1)",
+    "zero": "ZeRO stage 0 (DDP), 1, 2 or 3 (default 0)",
+    "sequence_parallel": "sequence parallelism over the --tp ranks (Megatron-LM's --sequence-parallel): the norms "
+                         "and residuals cut along the sequence, all-gathers and reduce-scatters in place of tensor "
+                         "parallelism's all-reduces; --tp above 1",
+    "schedule": "pipeline schedule: gpipe, 1f1b or interleaved (default 1f1b)",
+    "chunks": "model chunks per stage, interleaved only (default 1)",
+    "microbatches": "microbatches per replica and step (default: --pp)",
+    "cp_kind": "context parallelism's attention: ring, allgather or ulysses (default ring)",
+}
 
 
 @dataclass(frozen=True)
-class LayoutStep:
-    """One training step of a layout: its time, terms, utilization and memory."""
+class Coords:
+    """Where a rank sits in the grid: its index along each axis (and, with experts, in its expert group)."""
 
     dp: int
-    tp: int
     pp: int
     cp: int
-    zero: int
-    recompute: str
-    sequence_parallel: bool
-    schedule: str
-    chunks: int
-    micro_batch: int
-    microbatches: int
-    global_batch: int
-    step_time: float
-    mfu: float
-    hfu: float
-    memory_bytes: float
-    hbm_bytes: float
-    breakdown: dict = field(hash=False, compare=False)
-    memory: dict = field(hash=False, compare=False)
-
-    @property
-    def fits(self) -> bool:
-        """The first stage's peak memory is within the GPU's HBM."""
-        return self.memory_bytes <= self.hbm_bytes
-
-    @property
-    def layout(self) -> str:
-        """A short name, e.g. ``dp8 tp4 pp12 cp1 zero1 full``."""
-        return (f"dp{self.dp} tp{self.tp} pp{self.pp} cp{self.cp} zero{self.zero} {self.recompute}"
-                f"{' sp' if self.sequence_parallel else ''} {self.schedule} v{self.chunks} b{self.micro_batch}")
+    tp: int
+    ep: int = 0
 
 
 @dataclass(frozen=True)
-class _Layout:
-    dp: int
-    tp: int
-    pp: int
-    cp: int
-    zero: int
-    recompute: str
-    sequence_parallel: bool
-    schedule: str
-    chunks: int
-    micro_batch: int
-    attention: str
+class Groups:
+    """The world ranks of each group a rank belongs to, each in the order of its own axis.
 
-
-@dataclass(frozen=True)
-class _Terms:
-    """A step's pieces before the constants: per microbatch, and per step."""
-
-    microbatches: int
-    bubble_units: float  # microbatch-times of bubble
-    compute_at_peak: float  # s per microbatch at 100 % of peak
-    memory_at_hbm: float  # s per microbatch with memory_traffic = 1
-    tp_comm: float
-    cp_comm: float
-    pp_comm: float
-    dp_comm: float  # s per step at nccl-tests speed
-    optimizer: float  # s per step
-
-
-@lru_cache(maxsize=4096)
-def _group(cluster: GpuCluster, *dims):
-    """The sub-cluster one group runs on (``None`` for one rank); ``dims`` are ``(size, stride)`` pairs.
-
-    Group 0's members are the ranks ``sum(i_k * stride_k)``, ``i_k < size_k``; rank ``r`` is on node
-    ``r // gpus_per_node``. The group's nodes each hold ``per_node`` of them, and share their NICs with the
-    ``gpus_per_node / per_node`` groups alike.
+    ``dp``, ``pp``, ``cp``, ``tp``: along one axis of the grid, the others
+    held; ``replicas``: the ``dp * cp`` ranks holding the same parameters
+    (the data-parallel layout's group: their gradients are reduced together,
+    ZeRO shards over them); ``ep``: the ``ep`` replicas that split the experts
+    (consecutive replicas); ``expert_replicas``: the replicas holding the same
+    experts as this rank (every ``ep``-th).
     """
-    ranks = [0]
-    for size, stride in dims:
-        ranks = [r + i * stride for r in ranks for i in range(size)]
-    if len(ranks) == 1:
-        return None
-    gpn = cluster.gpus_per_node
-    counts = Counter(r // gpn for r in ranks)
-    per_node, nodes = max(counts.values()), len(counts)
-    if nodes == 1:
-        return gpu_cluster(1, gpus_per_node=per_node, accelerator=cluster.accelerator, nvls=cluster.nvls and per_node > 1)
-    share = per_node / gpn  # groups on one node share its NICs
-    return gpu_cluster(nodes, gpus_per_node=per_node, accelerator=cluster.accelerator, network=cluster.network,
-                       nic_bandwidth=cluster.nic_bandwidth * share, nics=max(1, round(cluster.nics * share)),
-                       nvls=cluster.nvls and per_node > 1, sharp=cluster.sharp)
+
+    dp: tuple
+    pp: tuple
+    cp: tuple
+    tp: tuple
+    replicas: tuple
+    ep: tuple
+    expert_replicas: tuple
 
 
-@lru_cache(maxsize=65536)
-def _time(collective: str, n_bytes: float, group) -> float:
-    return 0.0 if group is None else predict_time(collective, n_bytes, group)
-
-
-def _stage_layers(model: Transformer, pp: int, chunks: int) -> int:
-    """Layers on the busiest stage: ``chunks`` chunks of ``ceil(layers / (pp chunks))``."""
-    return chunks * math.ceil(model.layers / (pp * chunks))
-
-
-def _traffic_mode(lay: _Layout) -> str:
-    return "selective" if lay.attention == "flash" else "none"  # FlashAttention never writes the scores
-
-
-def _layer_shape(model: Transformer) -> dict:
-    """The MLP's width, the key/value heads and the gating, for the activation count."""
-    return {"ffn_hidden": model.ffn_hidden, "kv_heads": model.kv_heads, "gated_ffn": model.gated_ffn}
-
-
-def _compute_terms(model: Transformer, cluster: GpuCluster, lay: _Layout) -> tuple:
-    """Seconds per microbatch of the stage's products at peak, and of its memory traffic at one pass."""
-    acc, h, s = cluster.accelerator, model.hidden, model.seq
-    tokens = lay.micro_batch * s / lay.cp  # tokens of one microbatch on one GPU's CP shard
-    layer_flops = (training_flops(model.params_per_layer, 1.0)  # one layer, per token: products and attention
-                   + (3 * model.attention_flops_per_token + model.recompute_flops_per_token(lay.recompute)) / model.layers)
-    output_flops = training_flops(model.vocab * h, 1.0)  # the output layer, forward and backward, spread over the stages
-    stage_flops = tokens / lay.tp * (_stage_layers(model, lay.pp, lay.chunks) * layer_flops + output_flops / lay.pp)
-    kept = activation_bytes_per_layer(round(s / lay.cp), lay.micro_batch, h, model.heads, tp=lay.tp,
-                                      sequence_parallel=lay.sequence_parallel, recompute=_traffic_mode(lay),
-                                      **_layer_shape(model))
-    again = 4 / 3 if lay.recompute == "full" else 1.0
-    memory = _stage_layers(model, lay.pp, lay.chunks) * kept * again / acc.hbm_bandwidth
-    return stage_flops / acc.bf16_flops, memory
-
-
-def _comm_terms(model: Transformer, cluster: GpuCluster, lay: _Layout) -> tuple:
-    """Seconds per microbatch of TP, CP and PP communication (exposed)."""
-    layers = _stage_layers(model, lay.pp, lay.chunks)
-    b, s, h = lay.micro_batch, model.seq / lay.cp, model.hidden
-    tp_group = _group(cluster, (lay.tp, 1))
-    n_tp = 6 if lay.recompute == "full" else 4
-    tp = layers * n_tp * _time("allreduce", _BF16 * b * s * h, tp_group)
-    cp_group = _group(cluster, (lay.cp, lay.tp))
-    kv = 2 * _BF16 * b * model.seq * max(model.kv_dim // lay.tp, model.hidden // model.heads)  # K and V, whole sequence
-    cp = layers * (_time("allgather", kv, cp_group) + _time("reduce_scatter", kv, cp_group))
-    pp = 0.0
-    if lay.pp > 1:
-        cal, across = calibration(), lay.tp * lay.cp >= cluster.gpus_per_node and cluster.nodes > 1
-        rate = cluster.nic_bandwidth_per_gpu * cal.nic_efficiency if across else cluster.link_bandwidth * cal.ring_efficiency
-        pp = 2 * lay.chunks * _BF16 * b * s * h / lay.tp / rate
-    return tp, cp, pp
-
-
-def _dp_terms(model: Transformer, cluster: GpuCluster, lay: _Layout, microbatches: int) -> tuple:
-    """Seconds per step of the data-parallel collectives (nccl-tests speed) and of the optimizer update."""
-    shard = model.params / (lay.tp * lay.pp)  # parameters of one GPU's model-parallel shard
-    ranks = lay.dp * lay.cp
-    group = _group(cluster, (lay.cp, lay.tp), (lay.dp, lay.tp * lay.cp * lay.pp))
-    n = _BF16 * shard
-    stage = zero_stage(lay.zero)
-    if lay.zero == 0:
-        comm = _time("allreduce", n, group)
-    else:
-        comm = stage.gradient_passes * _time("reduce_scatter", n, group) + stage.weight_passes * _time("allgather", n, group)
-        comm *= microbatches if lay.zero == 3 else 1
-    r = RECIPES[_RECIPE]
-    streamed = r.grads + 2 * (r.master + r.optimizer) + r.weights  # read grads, read/write state, write weights
-    updated = shard / (ranks if lay.zero >= 1 else 1)
-    return comm, updated * streamed / cluster.accelerator.hbm_bandwidth
-
-
-def _terms(model: Transformer, cluster: GpuCluster, global_batch: int, lay: _Layout) -> _Terms:
-    m = global_batch // (lay.dp * lay.micro_batch)
-    at_peak, memory = _compute_terms(model, cluster, lay)
-    tp, cp, pp = _comm_terms(model, cluster, lay)
-    dp, optimizer = _dp_terms(model, cluster, lay, m)
-    return _Terms(microbatches=m, bubble_units=(lay.pp - 1) / lay.chunks, compute_at_peak=at_peak,
-                  memory_at_hbm=memory, tp_comm=tp, cp_comm=cp, pp_comm=pp, dp_comm=dp, optimizer=optimizer)
-
-
-def _breakdown(t: _Terms, c: PlannerConstants) -> dict:
-    m = t.microbatches
-    per_mb = {"compute": t.compute_at_peak / c.matmul_efficiency, "memory_bound": t.memory_at_hbm * c.memory_traffic,
-              "tp_comm": t.tp_comm, "cp_comm": t.cp_comm, "pp_comm": t.pp_comm}
-    out = {name: m * value for name, value in per_mb.items()}
-    out["bubble"] = t.bubble_units * sum(per_mb.values())
-    out["dp_comm"] = c.dp_exposure * t.dp_comm
-    out["optimizer"] = t.optimizer
-    return {name: out[name] for name in BREAKDOWN_TERMS}
-
-
-def _memory(model: Transformer, cluster: GpuCluster, lay: _Layout, microbatches: int) -> dict:
-    """Peak bytes per GPU, by part (the busiest stage's layers, the first stage's microbatches in flight)."""
-    state = zero_state_bytes_per_gpu(model.params / (lay.tp * lay.pp), recipe=_RECIPE, dp=lay.dp * lay.cp,
-                                     stage=lay.zero)
-    mode = "selective" if lay.attention == "flash" and lay.recompute == "none" else lay.recompute
-    args = (round(model.seq / lay.cp), lay.micro_batch, model.hidden, model.heads)
-    kw = {"tp": lay.tp, "sequence_parallel": lay.sequence_parallel, **_layer_shape(model)}
-    per_layer = activation_bytes_per_layer(*args, recompute=mode, **kw)
-    if lay.schedule == "interleaved":
-        in_flight = min(microbatches, lay.pp + (lay.pp - 1) / lay.chunks)
-    else:
-        in_flight = min(microbatches, lay.pp)
-    parts = dict(state.parts())
-    parts["activations"] = per_layer * _stage_layers(model, lay.pp, lay.chunks) * in_flight
-    parts["recompute_buffer"] = (activation_bytes_per_layer(*args, recompute=_traffic_mode(lay), **kw)
-                                 if lay.recompute == "full" else 0.0)
-    return parts
-
-
-def _step(model: Transformer, cluster: GpuCluster, global_batch: int, lay: _Layout, c: PlannerConstants) -> LayoutStep:
-    t = _terms(model, cluster, global_batch, lay)
-    breakdown = _breakdown(t, c)
-    step = sum(breakdown.values())
-    tokens = global_batch * model.seq
-    peak = cluster.p * cluster.accelerator.bf16_flops
-    memory = _memory(model, cluster, lay, t.microbatches)
-    return LayoutStep(dp=lay.dp, tp=lay.tp, pp=lay.pp, cp=lay.cp, zero=lay.zero, recompute=lay.recompute,
-                      sequence_parallel=lay.sequence_parallel, schedule=lay.schedule, chunks=lay.chunks,
-                      micro_batch=lay.micro_batch, microbatches=t.microbatches, global_batch=global_batch,
-                      step_time=step, mfu=model.training_flops_per_token * tokens / (step * peak),
-                      hfu=model.hardware_flops_per_token(lay.recompute) * tokens / (step * peak),
-                      memory_bytes=sum(memory.values()), hbm_bytes=cluster.accelerator.hbm_bytes,
-                      breakdown=breakdown, memory=memory)
-
-
-def _layout(model: Transformer, cluster: GpuCluster, global_batch: int, *, dp, tp, pp, cp, zero, recompute,
-            sequence_parallel, schedule, chunks, micro_batch, attention) -> _Layout:
-    """Check a layout against the model and the cluster; ``chunks``/``micro_batch`` may be ``None``."""
-    dp, tp, pp, cp = (check_int(n, v, minimum=1) for n, v in (("dp", dp), ("tp", tp), ("pp", pp), ("cp", cp)))
-    if dp * tp * pp * cp != cluster.p:
-        raise ValueError(f"dp*tp*pp*cp must equal the cluster's {cluster.p} GPUs, got {dp}*{tp}*{pp}*{cp} = "
-                         f"{dp * tp * pp * cp}")
-    if model.heads % tp:
-        raise ValueError(f"tp must divide the model's {model.heads} heads, got {tp}")
-    if pp > model.layers:
-        raise ValueError(f"pp must be at most the model's {model.layers} layers, got {pp}")
-    if model.seq % cp:
-        raise ValueError(f"cp must divide the sequence length {model.seq}, got {cp}")
-    if global_batch % dp:
-        raise ValueError(f"global_batch must be a multiple of dp ({dp}), got {global_batch}")
-    schedule = check_choice("schedule", schedule, LAYOUT_SCHEDULES)
-    if chunks is not None:
-        chunks = check_int("chunks", chunks, minimum=2 if schedule == "interleaved" else 1,
-                           maximum=max(1, model.layers // pp) if schedule == "interleaved" else 1)
-    if micro_batch is not None:
-        micro_batch = check_int("micro_batch", micro_batch, minimum=1)
-        if (global_batch // dp) % micro_batch:
-            raise ValueError(f"micro_batch must divide global_batch/dp = {global_batch // dp}, got {micro_batch}")
-    return _Layout(dp=dp, tp=tp, pp=pp, cp=cp, zero=zero_stage(zero).stage,
-                   recompute=check_choice("recompute", recompute, RECOMPUTE_MODES),
-                   sequence_parallel=check_bool("sequence_parallel", sequence_parallel) and tp > 1,
-                   schedule=schedule, chunks=chunks, micro_batch=micro_batch,
-                   attention=check_choice("attention", attention, ATTENTION_KERNELS))
-
-
-def _choices(model: Transformer, global_batch: int, lay: _Layout) -> list:
-    """Every (chunks, micro_batch) a practitioner would try for a layout, or the ones given."""
-    per_dp = global_batch // lay.dp
-    sizes = [lay.micro_batch] if lay.micro_batch else [b for b in (1, 2, 4, 8, 16) if per_dp % b == 0]
-    if lay.chunks:
-        chunks = [lay.chunks]
-    elif lay.schedule == "interleaved" and lay.pp > 1:
-        chunks = [v for v in (2, 3, 4, 6, 8) if lay.pp * v <= model.layers]
-    else:
-        chunks = [1]
-    return [replace(lay, chunks=v, micro_batch=b) for v in (chunks or [1]) for b in sizes]
-
-
-def _best(steps: list) -> LayoutStep:
-    fitting = [s for s in steps if s.fits]
-    return min(fitting, key=lambda s: s.step_time) if fitting else min(steps, key=lambda s: s.memory_bytes)
-
-
-def layout_step(model, cluster, *, global_batch, dp, tp, pp, cp=1, zero=0, recompute="selective",
-                sequence_parallel=True, schedule="1f1b", chunks=None, micro_batch=None, attention="materialized",
-                constants=None) -> LayoutStep:
-    """One training step of ``model`` on ``cluster`` in one layout, every term named (chapter "Choosing a layout").
+@dataclass(frozen=True)
+class Layout:
+    """A parallel layout: degrees (``dp``, ``tp``, ``pp``, ``cp``, ``ep``) and how each runs.
 
     Parameters
     ----------
-    model : Transformer
-        From :func:`distlib.transformer`.
-    cluster : GpuCluster
-        From :func:`distlib.gpu_cluster`, ``dp * tp * pp * cp`` GPUs in all.
-    global_batch : int
-        Sequences of ``model.seq`` tokens per step (a multiple of ``dp``).
     dp, tp, pp, cp : int
-        Data-, tensor-, pipeline- and context-parallel degrees (>= 1; ``tp``
-        divides the heads, ``cp`` the sequence, ``pp`` at most the layers).
-    zero : int
-        ZeRO stage over the ``dp * cp`` ranks, 0 to 3.
-    recompute : {"none", "selective", "full"}
+        Data-parallel replicas, tensor-parallel ranks, pipeline stages, context-parallel ranks (>= 1).
+    ep : int
+        Expert-parallel ranks (>= 1), within the ``dp * cp`` ranks that hold the same parameters.
+    zero : {0, 1, 2, 3}
+        ZeRO stage over those ``dp * cp`` ranks (0: DDP).
     sequence_parallel : bool
-        Megatron's sequence parallelism (ignored when ``tp == 1``).
-    schedule : {"1f1b", "interleaved"}
-    chunks, micro_batch : int, optional
-        Model chunks per stage (interleaved: >= 2) and sequences per
-        microbatch; ``None`` picks the fastest that fits (the smallest
-        footprint if none does).
-    attention : {"materialized", "flash"}
-        Whether the attention scores go through HBM (before FlashAttention) or not.
-    constants : PlannerConstants, optional
-        Default :func:`planner_constants`.
-
-    Returns
-    -------
-    LayoutStep
-        ``.step_time`` (s), ``.mfu``, ``.hfu``, ``.memory_bytes``, ``.fits``,
-        ``.micro_batch``, ``.chunks`` and ``.breakdown`` (named seconds that
-        add up to ``.step_time``).
-
-    Raises
-    ------
-    ValueError, TypeError
-        A bad argument, named with its range.
+        Megatron's sequence parallelism over the ``tp`` ranks.
+    schedule : {"gpipe", "1f1b", "interleaved"}
+    chunks : int or None
+        Model chunks per stage (``interleaved`` only above 1).
+    microbatches : int or None
+        Microbatches per replica and step.
+    cp_kind : {"ring", "allgather", "ulysses"}
 
     Examples
     --------
-    GPT-3 175B on 1,024 A100s in plain data parallelism: 16 bytes a parameter
-    alone are 2.8 TB a GPU, so it does not fit; Megatron's TP 8 x PP 8 does.
-
-    >>> gpt3 = transformer(96, 12288, 96, seq=2048, vocab=51200)
-    >>> selene = gpu_cluster(128, accelerator="A100", nic_bandwidth=8 * 25e9)
-    >>> layout_step(gpt3, selene, global_batch=1024, dp=1024, tp=1, pp=1).fits
-    False
-    >>> r = layout_step(gpt3, selene, global_batch=1024, dp=16, tp=8, pp=8, schedule="interleaved")
-    >>> r.fits, math.isclose(sum(r.breakdown.values()), r.step_time), r.hfu > r.mfu
-    (True, True, True)
+    >>> lay = Layout(dp=2, tp=2, pp=2)
+    >>> lay.ranks, lay.coords(5), lay.rank(lay.coords(5))
+    (8, Coords(dp=1, pp=0, cp=0, tp=1, ep=0), 5)
+    >>> lay.groups(5).tp, lay.groups(5).pp, lay.groups(5).dp
+    ((4, 5), (5, 7), (1, 5))
+    >>> lay.argv()
+    ['--dp', '2', '--tp', '2', '--pp', '2', '--microbatches', '1']
+    >>> Layout.from_argv(lay.argv()) == lay
+    True
+    >>> lay.words()
+    'dp 2 x pp 2 x tp 2, zero 0, 1f1b, 1 microbatches'
     """
-    if not isinstance(model, Transformer):
-        raise TypeError(f"model must be a Transformer from distlib.transformer(...), got {type(model).__name__}")
-    if not isinstance(cluster, GpuCluster):
-        raise TypeError(f"cluster must be a GpuCluster from distlib.gpu_cluster(...), got {type(cluster).__name__}")
-    global_batch = check_int("global_batch", global_batch, minimum=1)
-    lay = _layout(model, cluster, global_batch, dp=dp, tp=tp, pp=pp, cp=cp, zero=zero, recompute=recompute,
-                  sequence_parallel=sequence_parallel, schedule=schedule, chunks=chunks, micro_batch=micro_batch,
-                  attention=attention)
-    if constants is None:
-        constants = planner_constants()
-    elif not isinstance(constants, PlannerConstants):
-        raise TypeError(f"constants must be PlannerConstants or None, got {type(constants).__name__}")
-    return _best([_step(model, cluster, global_batch, c, constants) for c in _choices(model, global_batch, lay)])
+
+    dp: int = 1
+    tp: int = 1
+    pp: int = 1
+    cp: int = 1
+    ep: int = 1
+    zero: int = 0
+    sequence_parallel: bool = False
+    schedule: str = "1f1b"
+    chunks: int | None = 1
+    microbatches: int | None = 1
+    cp_kind: str = "ring"
+
+    def __post_init__(self):
+        for name in DEGREES:
+            check_int(name, getattr(self, name), minimum=1)
+        check_choice("zero", self.zero, _ZERO)
+        check_bool("sequence_parallel", self.sequence_parallel)
+        check_choice("schedule", self.schedule, SCHEDULES)
+        check_choice("cp_kind", self.cp_kind, CP_KINDS)
+        for name in ("chunks", "microbatches"):
+            if getattr(self, name) is not None:
+                check_int(name, getattr(self, name), minimum=1)
+
+    # ---- the grid -------------------------------------------------------------------------------------------
+
+    @property
+    def ranks(self) -> int:
+        """The ranks the layout runs on: ``dp * pp * cp * tp``."""
+        return self.dp * self.pp * self.cp * self.tp
+
+    @property
+    def replicas(self) -> int:
+        """Ranks that hold the same parameters: ``dp * cp``."""
+        return self.dp * self.cp
+
+    @property
+    def is_pipeline(self) -> bool:
+        """Whether ranks run as pipeline stages: more than one stage, or more than one microbatch."""
+        return self.pp > 1 or (self.microbatches or 1) != 1
+
+    def coords(self, rank: int) -> Coords:
+        """Where ``rank`` sits in the grid (:data:`GRID`); the inverse of :meth:`rank`."""
+        rank = check_int("rank", rank, minimum=0, maximum=self.ranks - 1)
+        rest, t = divmod(rank, self.tp)
+        rest, c = divmod(rest, self.cp)
+        d, s = divmod(rest, self.pp)
+        return Coords(dp=d, pp=s, cp=c, tp=t, ep=(d * self.cp + c) % self.ep)
+
+    def rank(self, coords: Coords) -> int:
+        """The world rank at ``coords`` (their ``ep`` is implied by ``dp`` and ``cp``)."""
+        return ((coords.dp * self.pp + coords.pp) * self.cp + coords.cp) * self.tp + coords.tp
+
+    def groups(self, rank: int) -> Groups:
+        """Every group ``rank`` belongs to (:class:`Groups`), read off the grid."""
+        at = self.coords(rank)
+        along = {axis: tuple(self.rank(replace(at, **{axis: i})) for i in range(getattr(self, axis))) for axis in GRID}
+        replicas = tuple(self.rank(replace(at, dp=r // self.cp, cp=r % self.cp)) for r in range(self.replicas))
+        mine = at.dp * self.cp + at.cp
+        first = mine - mine % self.ep
+        return Groups(dp=along["dp"], pp=along["pp"], cp=along["cp"], tp=along["tp"], replicas=replicas,
+                      ep=replicas[first : first + self.ep], expert_replicas=replicas[mine % self.ep :: self.ep])
+
+    # ---- checks ---------------------------------------------------------------------------------------------
+
+    def filled(self) -> bool:
+        """Whether every field is set (``chunks`` and ``microbatches`` are not ``None``)."""
+        return self.chunks is not None and self.microbatches is not None
+
+    def problem(self, config, *, batch: int | None = None, ranks: int | None = None) -> str | None:
+        """The first flag that does not fit ``config`` (a model's shape), as one line naming it; ``None`` if all fit.
+
+        Parameters
+        ----------
+        config
+            The model: an object with ``layers``, ``hidden``, ``heads``, ``ffn`` and ``seq`` (the trainer's
+            :class:`distlib.train.model.Config`); with experts also ``experts``.
+        batch : int, optional
+            Sequences per step (default ``config.batch``), which the replicas and microbatches split.
+        ranks : int, optional
+            Ranks the run has; the layout must use exactly these.
+
+        Examples
+        --------
+        >>> from distlib.train.model import Config
+        >>> print(Layout(tp=3).problem(Config()))
+        --tp must divide heads (4), hidden (32) and ffn (128): one of 1, 2, 4; got 3
+        >>> print(Layout(dp=5).problem(Config()))
+        --dp must divide the global batch of 12 sequences: one of 1, 2, 3, 4, 6, 12; got 5
+        >>> print(Layout(sequence_parallel=True).problem(Config()))
+        --sp needs --tp above 1 (it cuts the sequence over the tensor-parallel ranks): one of 2, 4; got 1
+        >>> print(Layout(dp=2, tp=2).problem(Config(), ranks=8))
+        --dp times --tp must equal the 8 ranks, got 4
+        """
+        batch = config.batch if batch is None else batch
+        for check in (_tp_problem, _batch_problem, _sp_problem, _pipeline_problem, _cp_problem,
+                      _ep_problem):
+            problem = check(self, config, batch)
+            if problem:
+                return problem
+        if ranks is not None and ranks != self.ranks:
+            return f"{self.degree_words()} must equal the {ranks} ranks, got {self.ranks}"
+        return None
+
+    def degree_words(self) -> str:
+        """The flags whose product is the ranks, in words: ``--dp times --tp``, ``... times --pp``, ...
+
+        >>> Layout(pp=2).degree_words(), Layout(cp=2).degree_words()
+        ('--dp times --tp times --pp', '--dp times --tp times --cp')
+        """
+        names = ["--dp", "--tp"] + [f"--{d}" for d in ("pp", "cp") if getattr(self, d) > 1]
+        return " times ".join(names)
+
+    def check(self, config, **kw) -> "Layout":
+        """``self``, after :meth:`problem` found nothing; else ``ValueError`` with its line."""
+        problem = self.problem(config, **kw)
+        if problem:
+            raise ValueError(problem)
+        return self
+
+    # ---- flags ----------------------------------------------------------------------------------------------
+
+    @staticmethod
+    def add_arguments(parser: argparse.ArgumentParser) -> None:
+        """The layout's flags, on ``parser`` (the one definition every command line and rank program uses)."""
+        for f in fields(Layout):
+            flag = _FLAGS[f.name]
+            if f.type in ("bool", bool):
+                parser.add_argument(flag, dest=f.name, action="store_true", help=_HELP[f.name])
+            elif f.name in ("schedule", "cp_kind"):
+                parser.add_argument(flag, dest=f.name, default=f.default, help=_HELP[f.name])
+            else:
+                parser.add_argument(flag, dest=f.name, type=int, default=None if f.name == "microbatches" else
+                                    f.default, help=_HELP[f.name])
+
+    @classmethod
+    def from_namespace(cls, ns) -> "Layout":
+        """The layout a parsed command line names (``--microbatches`` left out: ``--pp``)."""
+        values = {f.name: getattr(ns, f.name) for f in fields(cls)}
+        if values["microbatches"] is None:
+            values["microbatches"] = values["pp"]
+        return cls(**values)
+
+    @classmethod
+    def from_argv(cls, argv) -> "Layout":
+        """The layout in ``argv``'s flags (other flags are ignored); ``from_argv(l.argv()) == l``."""
+        parser = argparse.ArgumentParser(add_help=False)
+        cls.add_arguments(parser)
+        ns, _ = parser.parse_known_args([str(a) for a in argv])
+        return cls.from_namespace(ns)
+
+    def argv(self) -> list:
+        """The flags that rebuild this layout, those that differ from their defaults only."""
+        if not self.filled():
+            raise ValueError(f"a layout with chunks or microbatches unset has no flags: {self}")
+        out = []
+        for f in fields(self):
+            value, default = getattr(self, f.name), (self.pp if f.name == "microbatches" else f.default)
+            if value == default:
+                continue
+            out += [_FLAGS[f.name]] if value is True else [_FLAGS[f.name], str(value)]
+        return out
+
+    def words(self) -> str:
+        """The layout in words, as the trainer's starting line gives it.
+
+        >>> Layout(tp=2, sequence_parallel=True).words()
+        'dp 1 x tp 2 with sequence parallelism, zero 0'
+        >>> Layout(pp=2, schedule="interleaved", chunks=2, microbatches=4).words()
+        'dp 1 x pp 2 x tp 1, zero 0, interleaved, 4 microbatches, 2 chunks'
+        """
+        sp = " with sequence parallelism" if self.sequence_parallel else ""
+        cp = f" x cp {self.cp} ({self.cp_kind})" if self.cp > 1 else ""
+        ep = f", ep {self.ep}" if self.ep > 1 else ""
+        if not self.is_pipeline:
+            return f"dp {self.dp}{cp} x tp {self.tp}{sp}, zero {self.zero}{ep}"
+        words = (f"dp {self.dp} x pp {self.pp}{cp} x tp {self.tp}{sp}, zero {self.zero}{ep}, {self.schedule}, "
+                 f"{self.microbatches} microbatches")
+        return words + (f", {self.chunks} chunks" if self.schedule == "interleaved" else "")
 
 
-_FIXED = ("dp", "tp", "pp", "cp", "zero", "recompute", "sequence_parallel", "schedule", "chunks", "micro_batch",
-          "attention", "constants")
+# ---- the trainer's rules, one line each (Layout.problem) -------------------------------------------------------
 
 
 def _divisors(n: int) -> list:
     return [d for d in range(1, n + 1) if n % d == 0]
 
 
-def _degrees(model: Transformer, cluster: GpuCluster, global_batch: int, fixed: dict):
-    """Every (dp, tp, pp, cp) of the cluster that the model and the batch allow, within ``fixed``."""
-    p = cluster.p
-    tps = [t for t in _divisors(cluster.gpus_per_node) if model.heads % t == 0]
-    cps = [c for c in (1, 2, 4, 8, 16) if model.seq % c == 0 and (c == 1 or model.seq // c >= MIN_CP_TOKENS)]
-    for tp in [fixed["tp"]] if "tp" in fixed else tps:
-        for cp in [fixed["cp"]] if "cp" in fixed else cps:
-            if p % (tp * cp):
-                continue
-            pps = [q for q in _divisors(p // (tp * cp)) if q <= model.layers]
-            for pp in [fixed["pp"]] if "pp" in fixed else pps:
-                dp, left = divmod(p, tp * cp * pp)
-                if not left and dp == fixed.get("dp", dp) and global_batch % dp == 0:
-                    yield dp, tp, pp, cp
+def _join(values) -> str:
+    return ", ".join(map(str, values))
 
 
-def plan_layouts(model, cluster, *, global_batch, **fixed) -> list:
-    """Every layout of ``model`` on ``cluster`` that fits, fastest first (chapter "Choosing a layout").
+def _tp_choices(config) -> list:
+    return [t for t in _divisors(config.heads) if config.hidden % t == 0 and config.ffn % t == 0]
 
-    Enumerates ``dp x tp x pp x cp`` (TP within a node, dividing the heads;
-    CP 2 to 16 only while each GPU keeps :data:`MIN_CP_TOKENS` tokens), ZeRO stage, recomputation, sequence parallelism, schedule,
-    then chunks and microbatch size as :func:`layout_step` picks them.
 
-    Parameters
-    ----------
-    model, cluster, global_batch
-        As for :func:`layout_step`.
-    **fixed
-        Any of ``dp``, ``tp``, ``pp``, ``cp``, ``zero``, ``recompute``,
-        ``sequence_parallel``, ``schedule``, ``chunks``, ``micro_batch``,
-        ``attention`` and ``constants``: held at that value.
+def _tp_problem(lay: Layout, config, batch) -> str | None:
+    if lay.tp not in _tp_choices(config):
+        return (f"--tp must divide heads ({config.heads}), hidden ({config.hidden}) and ffn ({config.ffn}): "
+                f"one of {_join(_tp_choices(config))}; got {lay.tp}")
+    return None
 
-    Returns
-    -------
-    list of LayoutStep
-        The layouts that fit, sorted by ``step_time``.
 
-    Raises
-    ------
-    TypeError
-        A keyword that is not one of the above.
+def _batch_problem(lay: Layout, config, batch) -> str | None:
+    if batch % lay.dp:
+        return f"--dp must divide the global batch of {batch} sequences: one of {_join(_divisors(batch))}; got {lay.dp}"
+    return None
 
-    Examples
-    --------
-    >>> gpt3 = transformer(96, 12288, 96, seq=2048, vocab=51200)
-    >>> selene = gpu_cluster(48, accelerator="A100", nic_bandwidth=8 * 25e9)
-    >>> plans = plan_layouts(gpt3, selene, global_batch=1536, zero=0, recompute="full", sequence_parallel=False)
-    >>> all(r.fits for r in plans), plans[0].step_time <= plans[-1].step_time, {r.zero for r in plans}
-    (True, True, {0})
+
+def _sp_problem(lay: Layout, config, batch) -> str | None:
+    """``--sp``: a tensor-parallel group above one rank whose size divides the sequence (of each CP rank).
+
+    ``--sp`` with ``--tp 1`` is refused, not ignored (Megatron-LM turns it off with a warning): there is no
+    group to cut the sequence over, and a run that said ``sp`` in its starting line while doing nothing of
+    it would mislead.
     """
-    unknown = sorted(set(fixed) - set(_FIXED))
-    if unknown:
-        raise TypeError(f"plan_layouts got unexpected keyword(s) {', '.join(unknown)}; fixed may hold {', '.join(_FIXED)}")
-    if not isinstance(model, Transformer) or not isinstance(cluster, GpuCluster):
-        layout_step(model, cluster, global_batch=global_batch, dp=1, tp=1, pp=1)  # raises, naming the argument
-    global_batch = check_int("global_batch", global_batch, minimum=1)
-    for name in ("dp", "tp", "pp", "cp"):
-        if name in fixed:
-            fixed[name] = check_int(name, fixed[name], minimum=1)
-    options = {
-        "zero": [fixed["zero"]] if "zero" in fixed else list(range(4)),
-        "recompute": [fixed["recompute"]] if "recompute" in fixed else list(RECOMPUTE_MODES),
-        "schedule": [fixed["schedule"]] if "schedule" in fixed else list(LAYOUT_SCHEDULES),
-    }
-    rest = {k: fixed[k] for k in ("chunks", "micro_batch", "attention", "constants") if k in fixed}
-    out = []
-    for dp, tp, pp, cp in _degrees(model, cluster, global_batch, fixed):
-        sps = [fixed["sequence_parallel"]] if "sequence_parallel" in fixed else ([True, False] if tp > 1 else [False])
-        for zero in options["zero"]:
-            for recompute in options["recompute"]:
-                for schedule in options["schedule"]:
-                    if schedule == "interleaved" and pp == 1:
-                        continue
-                    for sp in sps:
-                        r = layout_step(model, cluster, global_batch=global_batch, dp=dp, tp=tp, pp=pp, cp=cp,
-                                        zero=zero, recompute=recompute, sequence_parallel=sp, schedule=schedule, **rest)
-                        if r.fits:
-                            out.append(r)
-    return sorted(out, key=lambda r: r.step_time)
+    if not lay.sequence_parallel:
+        return None
+    choices = [t for t in _tp_choices(config) if t > 1 and config.seq % t == 0]
+    if lay.tp == 1:
+        return (f"--sp needs --tp above 1 (it cuts the sequence over the tensor-parallel ranks): one of "
+                f"{_join(choices)}; got 1")
+    if config.seq % lay.tp:
+        return f"--sp needs --tp to divide the sequence of {config.seq} tokens: one of {_join(choices)}; got {lay.tp}"
+    return None
 
 
-def published_model(row) -> Transformer:
-    """The :class:`Transformer` of a :class:`~distlib.layout_published.PublishedLayout` row.
-
-    Parameters
-    ----------
-    row : PublishedLayout
-        From :func:`distlib.published_layouts`.
-
-    Returns
-    -------
-    Transformer
-
-    Examples
-    --------
-    >>> from distlib.layout_published import published_layouts
-    >>> rows = {r.id: r for r in published_layouts()}
-    >>> round(published_model(rows["bloom_176b"]).params / 1e6)   # the BLOOM paper's 176,247M
-    176247
-    """
-    return transformer(row.layers, row.hidden, row.heads, seq=row.seq, vocab=row.vocab, ffn_hidden=row.ffn_hidden,
-                       kv_heads=row.kv_heads, gated_ffn=row.gated_ffn, biases=row.biases,
-                       tied_embeddings=row.tied_embeddings, learned_positions=row.learned_positions)
-
-
-def published_cluster(row) -> GpuCluster:
-    """The :class:`GpuCluster` of a published row (eight GPUs a node, the row's NIC rate per node).
-
-    Examples
-    --------
-    >>> from distlib.layout_published import published_layouts
-    >>> rows = {r.id: r for r in published_layouts()}
-    >>> c = published_cluster(rows["megatron2021_t1_1008.0b"])
-    >>> c.p, c.accelerator.name, c.nic_bandwidth / 1e9    # Selene: 8 x 200 Gb/s HDR a node
-    (3072, 'A100', 200.0)
-    """
-    nic = gbit_to_bytes_per_s(row.nic_gbit_per_node) if row.nodes > 1 else None
-    return gpu_cluster(row.nodes, accelerator=row.accelerator, nic_bandwidth=nic, nics=row.nics, network=row.network)
+def _pipeline_problem(lay: Layout, config, batch) -> str | None:
+    """Megatron-LM's rules for stages, chunks and microbatches; ZeRO-2 and 3 refused with a pipeline."""
+    layers, pp, chunks, m = config.layers, lay.pp, lay.chunks or 1, lay.microbatches or 1
+    if layers % pp:
+        return f"--pp must divide the {layers} layers (Megatron-LM's rule): one of {_join(_divisors(layers))}; got {pp}"
+    if lay.schedule != "interleaved" and chunks != 1:
+        return (f"--chunks must be 1 with --schedule {lay.schedule} (model chunks are for --schedule interleaved), "
+                f"got {chunks}")
+    if lay.schedule == "interleaved":
+        if pp < 2:
+            return f"--pp must be at least 2 with --schedule interleaved (its chunks go round the stages), got {pp}"
+        if chunks < 2:
+            return f"--chunks must be at least 2 with --schedule interleaved, got {chunks}"
+        if (layers // pp) % chunks:
+            return (f"--chunks must divide the {layers // pp} layers of each of the --pp {pp} stages "
+                    f"(Megatron-LM's rule), got {chunks}")
+        if m % pp:
+            return (f"--microbatches must be a multiple of --pp ({pp}) with --schedule interleaved "
+                    f"(Megatron-LM's rule), got {m}")
+    per_replica = batch // lay.dp
+    if per_replica % m:
+        return (f"--microbatches must divide the {per_replica} sequences of each data-parallel rank: "
+                f"one of {_join(_divisors(per_replica))}; got {m}")
+    if lay.is_pipeline and lay.zero > 1:
+        return (f"--zero {lay.zero} with pipeline stages: ZeRO-2 and 3 shard the gradient the microbatches add "
+                "into, and Megatron-LM refuses them with pipelines too; use --zero 0 or 1")
+    return None
 
 
-def _row_layout(row) -> dict:
-    return {"dp": row.dp, "tp": row.tp, "pp": row.pp, "cp": row.cp, "zero": row.zero, "recompute": row.recompute,
-            "sequence_parallel": row.sequence_parallel, "schedule": row.schedule, "chunks": row.chunks,
-            "micro_batch": row.micro_batch, "attention": row.attention}
+def _cp_problem(lay: Layout, config, batch) -> str | None:
+    """Context parallelism: the sequence in ``2 cp`` zig-zag chunks; Ulysses also cuts the heads ``cp`` ways."""
+    if lay.cp == 1:
+        return None
+    fits = [c for c in _divisors(config.seq) if config.seq % (2 * c) == 0]
+    if config.seq % (2 * lay.cp):
+        return (f"--cp must split the sequence of {config.seq} tokens into 2 x cp equal chunks (the zig-zag "
+                f"balance): one of {_join(fits)}; got {lay.cp}")
+    if lay.cp_kind == "ulysses":
+        heads = config.heads // lay.tp
+        fits = [c for c in _divisors(heads)]
+        if heads % lay.cp:
+            return (f"--cp with --cp-kind ulysses must divide the {heads} heads of each tensor-parallel rank "
+                    f"(its all-to-all hands each rank whole heads): one of {_join(fits)}; got {lay.cp}")
+    if lay.sequence_parallel and (config.seq // lay.cp) % lay.tp:
+        return (f"--sp with --cp {lay.cp} needs --tp to divide each context-parallel rank's "
+                f"{config.seq // lay.cp} tokens, got {lay.tp}")
+    return None
 
 
-def published_step(row, *, constants=None) -> LayoutStep:
-    """The planner's step for a published row; what the row leaves empty, the planner picks (fastest that fits).
-
-    Parameters
-    ----------
-    row : PublishedLayout
-    constants : PlannerConstants, optional
-        Default :func:`planner_constants`.
-
-    Returns
-    -------
-    LayoutStep
-
-    Raises
-    ------
-    ValueError
-        When no layout the row allows fits the memory model.
-
-    Examples
-    --------
-    >>> from distlib.layout_published import published_layouts
-    >>> rows = {r.id: r for r in published_layouts()}
-    >>> s = published_step(rows["korthikanti2022_22b"])   # a fit row: its printed MFU by construction
-    >>> round(s.mfu, 3), s.fits
-    (0.415, True)
-    """
-    model, cluster = published_model(row), published_cluster(row)
-    given = {k: v for k, v in _row_layout(row).items() if v is not None}
-    if constants is not None:
-        given["constants"] = constants
-    if all(k in given for k in ("tp", "pp", "recompute")):
-        return layout_step(model, cluster, global_batch=row.global_batch, **given)
-    plans = plan_layouts(model, cluster, global_batch=row.global_batch, **given)
-    if not plans:
-        raise ValueError(f"no layout of {row.id} fits the planner's memory model")
-    return plans[0]
-
-
-def _published_seconds(row) -> float:
-    """The step time a row's printed utilization implies, in the planner's FLOP count."""
-    model = published_model(row)
-    per_token = model.training_flops_per_token if row.metric == "mfu" else model.hardware_flops_per_token(row.recompute)
-    peak = row.nodes * 8 * published_cluster(row).accelerator.bf16_flops
-    return per_token * row.global_batch * row.seq / (row.printed * peak)
-
-
-def _row_terms(row) -> _Terms:
-    model, cluster = published_model(row), published_cluster(row)
-    lay = _layout(model, cluster, row.global_batch, **_row_layout(row))
-    return _terms(model, cluster, row.global_batch, lay)
-
-
-@lru_cache(maxsize=None)
-def planner_constants() -> PlannerConstants:
-    """Fit the planner's three constants on the ``fit`` rows of the published layouts.
-
-    ``matmul_efficiency`` and ``memory_traffic`` make Korthikanti et al.'s
-    22B (one node, TP 8) and 1T (TP 8 x PP 64) steps take exactly as long as
-    their printed MFU says (two linear equations in ``1 / matmul_efficiency``
-    and ``memory_traffic``); ``dp_exposure`` then makes their 530B run at
-    8-way data parallelism do the same.
-
-    Examples
-    --------
-    >>> c = planner_constants()
-    >>> 0 < c.matmul_efficiency < 1, c.memory_traffic > 0, c.dp_exposure > 0
-    (True, True, True)
-    >>> c.sources["dp_exposure"]
-    ('korthikanti2022_530b_dp8',)
-    """
-    rows = {r.id: r for r in published_layouts() if r.role == "fit"}
-    pair = [rows["korthikanti2022_22b"], rows["korthikanti2022_1t"]]
-    eqs = []
-    for row in pair:  # T = (m + bubble) (x C + k M + R) + optimizer, with x = 1 / matmul_efficiency
-        t = _row_terms(row)
-        n = t.microbatches + t.bubble_units
-        eqs.append((n * t.compute_at_peak, n * t.memory_at_hbm,
-                    _published_seconds(row) - n * (t.tp_comm + t.cp_comm + t.pp_comm) - t.optimizer - t.dp_comm * 0))
-    (a, b, e), (c, d, f) = eqs
-    det = a * d - b * c
-    x, k = (e * d - b * f) / det, (a * f - e * c) / det
-    row = rows["korthikanti2022_530b_dp8"]
-    base = PlannerConstants(matmul_efficiency=1 / x, memory_traffic=k, dp_exposure=0.0)
-    t = _row_terms(row)
-    rest = sum(_breakdown(t, base).values())
-    exposure = (_published_seconds(row) - rest) / t.dp_comm
-    return PlannerConstants(matmul_efficiency=1 / x, memory_traffic=k, dp_exposure=exposure, sources={
-        "matmul_efficiency": tuple(r.id for r in pair), "memory_traffic": tuple(r.id for r in pair),
-        "dp_exposure": (row.id,)})
+def _ep_problem(lay: Layout, config, batch) -> str | None:
+    """Expert parallelism: ``ep`` divides the ``dp * cp`` replicas and the experts."""
+    experts = getattr(config, "experts", 0) or 0
+    if lay.ep == 1:
+        return None
+    if not experts:
+        return f"--ep {lay.ep} needs experts (--experts E): a dense model has none to split"
+    if lay.replicas % lay.ep:
+        return (f"--ep must divide the --dp times --cp ranks ({lay.replicas}) that hold the same parameters: "
+                f"one of {_join(_divisors(lay.replicas))}; got {lay.ep}")
+    if experts % lay.ep:
+        return f"--ep must divide the {experts} experts: one of {_join(_divisors(experts))}; got {lay.ep}"
+    return None

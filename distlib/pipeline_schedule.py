@@ -53,10 +53,10 @@ of the whole step ``(p - 1)/(v m + p - 1)``; stage 0 holds
 ``1 + (p - 1)/(p v)`` that Korthikanti et al. 2022, "Reducing Activation
 Recomputation in Large Transformer Models", give for interleaving).
 
-Why not chapter 8's :class:`distlib.overlap_schedule.Event`: it names a layer
+Why not chapter 8's :class:`distlib.overlap.schedule.Event`: it names a layer
 or a message on one rank's compute and communication rows, and has no stage,
 microbatch or chunk; a pipeline op needs all three, so it is a
-:class:`PipelineEvent` of its own. :class:`~distlib.overlap_schedule.OverlapTimeline`
+:class:`PipelineEvent` of its own. :class:`~distlib.overlap.schedule.OverlapTimeline`
 is one rank's step, not ``p`` stages', so it does not fit either.
 """
 

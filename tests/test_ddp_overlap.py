@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import distlib as dl
-from distlib.measure_overlap import (AllreduceTimes, Bucket, DDPChecks, DDPReport, SweepRow, compare_ddp,
+from distlib.overlap.measure import (AllreduceTimes, Bucket, DDPChecks, DDPReport, SweepRow, compare_ddp,
                                      parse_json_line)
 
 SMALL = dict(width=32, layers=4, batch=8, caps=(0.001, 1.0), iters=2, layer_iters=2, warmup=1, check_steps=3)

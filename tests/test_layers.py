@@ -36,32 +36,32 @@ FORBIDDEN = {"matplotlib", "ipywidgets", "IPython"}
 MODEL_MODULES = {
     "distlib", "distlib._check", "distlib.ring", "distlib.cluster", "distlib.walls", "distlib.hardware",
     "distlib.roofline", "distlib.measure", "distlib.topology", "distlib.collectives", "distlib.gpu_cluster",
-    "distlib.overlap", "distlib.measure_overlap", "distlib.units", "distlib.fmt", "distlib.notebook",
+    "distlib.overlap", "distlib.overlap.measure", "distlib.units", "distlib.fmt", "distlib.notebook",
     "distlib.limits",  # the launchers' bounds, one table
     # the parts distlib.topology re-exports (one concept each)
-    "distlib.topology_graphs", "distlib.topology_network", "distlib.topology_paths", "distlib.topology_bisection",
-    "distlib.topology_formulas", "distlib.topology_ring",
+    "distlib.topology.graphs", "distlib.topology.network", "distlib.topology.paths", "distlib.topology.bisection",
+    "distlib.topology.formulas", "distlib.topology.ring",
     # the parts distlib.collectives re-exports (one concept each)
-    "distlib.collective_names", "distlib.collective_costs", "distlib.collective_busbw", "distlib.collective_fit",
-    "distlib.nccl_tables",
+    "distlib.collectives.names", "distlib.collectives.costs", "distlib.collectives.busbw", "distlib.collectives.fit",
+    "distlib.collectives.nccl_tables",
     # the parts distlib.overlap re-exports (one concept each)
-    "distlib.overlap_schedule", "distlib.overlap_formulas", "distlib.overlap_buckets", "distlib.overlap_ddp",
-    "distlib.overlap_zero",  # ZeRO-3 on chapter 8's two streams (chapter 10)
+    "distlib.overlap.schedule", "distlib.overlap.formulas", "distlib.overlap.buckets", "distlib.overlap.ddp",
+    "distlib.overlap.zero",  # ZeRO-3 on chapter 8's two streams (chapter 10)
     # Part IV: parallel training
     "distlib.pipeline_schedule", "distlib.activations",
     # Part IV: choosing a layout (the model's shape, the published runs, the planner)
-    "distlib.transformer_model", "distlib.layout_published", "distlib.layout",
+    "distlib.planner.model", "distlib.planner.published", "distlib.planner",
     # the bench's typed results, beside its launchers: plots and the mini cluster take them
     "distlib.bench.results",
     # the trainer's model, data, optimizer and typed results (python -m distlib.train launches; these compute)
     "distlib.train.model", "distlib.train.data", "distlib.train.adam", "distlib.train.results",
     # the pipeline's microbatch arithmetic and reference, its stages and its typed results
-    "distlib.train.microbatches", "distlib.train.stages", "distlib.train.pipeline_results",
+    "distlib.train.microbatches", "distlib.train.stages", "distlib.train.pipeline_results", "distlib.layout",
 }
 #: Top-level modules and packages that start processes (the benchmark, the mini cluster): not models.
 LAUNCHERS = {"distlib.bench", "distlib.minicluster", "distlib.run",  # distlib.run: python -m distlib.run
-             "distlib.minicluster_slurm", "distlib.minicluster_cli",  # Slurm on it; python -m distlib.minicluster run|shell
-             "distlib.minicluster_login",  # a command line typed at its head node
+             "distlib.minicluster.slurm", "distlib.minicluster.cli",  # Slurm on it; python -m distlib.minicluster run|shell
+             "distlib.minicluster.login",  # a command line typed at its head node
              "distlib.train"}  # python -m distlib.train: the trainer's ranks, started by itself
 #: The packages of the other layers, each with its own rules below.
 LAYER_PACKAGES = {"distlib.engines", "distlib.plots", "distlib.widgets", "distlib.examples", "distlib.static"}
@@ -336,7 +336,7 @@ def test_the_top_level_exports_the_one_homes_themselves():
 
 #: Where each idea lives. Every other spelling of it in code is a copy.
 HOMES = {"Gbit/s -> bytes/s": "distlib/units.py", "6 N D": "distlib/walls.py",
-         "algorithm names": "distlib/collective_names.py"}  # distlib.collectives re-exports it
+         "algorithm names": "distlib/collectives/names.py"}  # distlib.collectives re-exports it
 
 #: Copies left in files this change could not touch; the house issue replaces them with the home.
 #: Exactly these: the test fails on a new copy, and on a copy removed but still listed here.
@@ -521,5 +521,5 @@ def test_only_the_main_block_is_left_out_of_the_import_graph():
     tree = ast.parse("import os\nif __name__ == '__main__':\n    import distlib.bench\nif x == '__main__':\n    pass\n")
     assert [_is_main_block(n) for n in tree.body] == [False, True, False]
     # the mini cluster's command line is wired there, and nowhere else imports it from the mini cluster
-    assert "distlib.minicluster_cli" not in import_graph()["distlib.minicluster"]
-    assert "distlib.minicluster" in import_graph()["distlib.minicluster_cli"]
+    assert "distlib.minicluster.cli" not in import_graph()["distlib.minicluster"]
+    assert "distlib.minicluster" in import_graph()["distlib.minicluster.cli"]

@@ -407,7 +407,7 @@ def test_naive_formula_is_right_only_when_the_last_allreduce_is_free():
 
 
 def _fake_report():
-    from distlib.measure_overlap import AllreduceTimes, Bucket, DDPReport, SweepRow
+    from distlib.overlap.measure import AllreduceTimes, Bucket, DDPReport, SweepRow
 
     ar = {400_000: 5e-4, 800_000: 9e-4, 1_200_000: 1.3e-3}
     return DDPReport(
@@ -427,7 +427,7 @@ def test_plot_measured_sweep_draws_measurements_and_model():
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    from distlib.measure_overlap import compare_ddp
+    from distlib.overlap.measure import compare_ddp
     from distlib.plots.overlap import plot_measured_sweep
 
     c = compare_ddp(_fake_report())

@@ -1,4 +1,4 @@
-"""ZeRO-3 with and without prefetch (distlib.overlap_zero): closed forms derived by hand, held units, bad input."""
+"""ZeRO-3 with and without prefetch (distlib.overlap.zero): closed forms derived by hand, held units, bad input."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from distlib.overlap_schedule import BACKWARD, COMM, FORWARD, Event
-from distlib.overlap_zero import zero3_closed_form, zero3_timeline
+from distlib.overlap.schedule import BACKWARD, COMM, FORWARD, Event
+from distlib.overlap.zero import zero3_closed_form, zero3_timeline
 
 times = st.floats(min_value=0.0, max_value=10.0, allow_nan=False)
 layer_counts = st.integers(min_value=1, max_value=12)

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import distlib as dl
-from distlib.layout import planner_constants, published_cluster, published_model, published_step
+from distlib.planner import planner_constants, published_cluster, published_model, published_step
 
 FAST = settings(max_examples=40, deadline=None)
 ROWS = {r.id: r for r in dl.published_layouts()}
@@ -115,7 +115,7 @@ def test_the_bubble_is_the_pipeline_schedules_closed_form():
         kind = "interleaved" if chunks > 1 else "1f1b"
         sim = dl.pipeline_schedule(kind, 4, 8, forward_time=per_mb / 3, backward_time=2 * per_mb / 3, chunks=chunks)
         assert r.breakdown["bubble"] == pytest.approx(sim.bubble_time)
-        assert r.microbatches == 8
+        assert r.layout.microbatches == 8
 
 
 def test_memory_is_zero_state_plus_activations_in_flight():
@@ -183,8 +183,8 @@ def test_plan_layouts_keeps_only_what_fits_fastest_first_and_holds_fixed_keyword
     plans = dl.plan_layouts(GPT3, c, global_batch=64, tp=8, recompute="full", zero=1)
     assert plans and all(r.fits for r in plans)
     assert [r.step_time for r in plans] == sorted(r.step_time for r in plans)
-    assert {(r.tp, r.recompute, r.zero) for r in plans} == {(8, "full", 1)}
-    assert {r.dp * r.pp * r.cp for r in plans} == {8}
+    assert {(r.layout.tp, r.recompute, r.layout.zero) for r in plans} == {(8, "full", 1)}
+    assert {r.layout.dp * r.layout.pp * r.layout.cp for r in plans} == {8}
     assert dl.plan_layouts(GPT3, c, global_batch=64, dp=64, zero=0) == []  # 175B replicated 64 times never fits
 
 
@@ -192,8 +192,8 @@ def test_plan_layouts_finds_the_best_it_would_time_one_by_one():
     c = a100(1)
     plans = dl.plan_layouts(SMALL, c, global_batch=32, zero=0, recompute="selective", sequence_parallel=True)
     best = plans[0]
-    one = dl.layout_step(SMALL, c, global_batch=32, dp=best.dp, tp=best.tp, pp=best.pp, cp=best.cp,
-                         schedule=best.schedule, recompute="selective", zero=0)
+    one = dl.layout_step(SMALL, c, global_batch=32, dp=best.layout.dp, tp=best.layout.tp, pp=best.layout.pp, cp=best.layout.cp,
+                         schedule=best.layout.schedule, recompute="selective", zero=0)
     assert one.step_time == pytest.approx(plans[0].step_time)
 
 
@@ -206,10 +206,10 @@ def test_plan_layouts_rejects_an_unknown_keyword_and_a_bad_degree_by_name():
 
 def test_context_parallelism_is_tried_only_for_long_sequences_unless_fixed():
     c = a100(1)
-    assert {r.cp for r in dl.plan_layouts(SMALL, c, global_batch=8, zero=1, recompute="selective")} == {1}
+    assert {r.layout.cp for r in dl.plan_layouts(SMALL, c, global_batch=8, zero=1, recompute="selective")} == {1}
     long = dl.transformer(8, 1024, 16, seq=32768, vocab=32000)
-    assert {r.cp for r in dl.plan_layouts(long, c, global_batch=8, zero=1, recompute="selective", tp=2)} > {1}
-    assert {r.cp for r in dl.plan_layouts(SMALL, c, global_batch=8, zero=1, recompute="selective", cp=2)} == {2}
+    assert {r.layout.cp for r in dl.plan_layouts(long, c, global_batch=8, zero=1, recompute="selective", tp=2)} > {1}
+    assert {r.layout.cp for r in dl.plan_layouts(SMALL, c, global_batch=8, zero=1, recompute="selective", cp=2)} == {2}
 
 
 # ---- the published runs -----------------------------------------------------------------------------------------

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from distlib.minicluster import leftovers, mini_cluster, minicluster_support
-from distlib.minicluster_slurm import slurm_support
+from distlib.minicluster.slurm import slurm_support
 
 ROOT = Path(__file__).resolve().parents[1]
 REASON = minicluster_support() or slurm_support()
@@ -188,7 +188,7 @@ def test_shell_line_shows_what_a_terminal_shows_and_stops_a_command_past_its_tim
     (["true"], 10, TypeError, "command must be a string"),
 ])  # fmt: skip
 def test_shell_line_refuses_bad_input_before_it_starts_anything(command, timeout, error, words):
-    from distlib.minicluster_login import run_shell_line
+    from distlib.minicluster.login import run_shell_line
 
     with pytest.raises(error, match=words):
         run_shell_line(None, command, timeout=timeout)  # checked before the cluster is touched

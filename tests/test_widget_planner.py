@@ -9,7 +9,7 @@ import pytest
 pytest.importorskip("ipywidgets")
 
 import distlib as dl  # noqa: E402
-from distlib.layout import published_model  # noqa: E402
+from distlib.planner import published_model  # noqa: E402
 from distlib.widgets.planner import (GPU_COUNTS, PLANNER_MODELS, TOP, PlannerWidget, planner_cluster,  # noqa: E402
                                      planner_view)
 
@@ -41,8 +41,8 @@ def test_the_bars_are_the_planners_fastest_layouts_one_per_degree_tuple():
                             sequence_parallel=True, attention=row.attention)
     assert r.steps[0] == plans[0] and r.fitting == len(plans)
     assert [s.step_time for s in r.steps] == sorted(s.step_time for s in r.steps)
-    assert len({(s.dp, s.tp, s.pp, s.cp) for s in r.steps}) == len(r.steps)
-    assert all(s.fits and s.dp * s.tp * s.pp * s.cp == 1024 for s in r.steps)
+    assert len({(s.layout.dp, s.layout.tp, s.layout.pp, s.layout.cp) for s in r.steps}) == len(r.steps)
+    assert all(s.fits and s.layout.ranks == 1024 for s in r.steps)
 
 
 def test_when_nothing_fits_the_picture_and_the_text_say_so():

@@ -2,7 +2,7 @@
 
 Every rank trains the same small MLP (``--layers`` linear layers of
 ``--width`` x ``--width``, ReLU between them) on its own batch, and rank 0
-hands back a :class:`distlib.measure_overlap.DDPReport` (one report line,
+hands back a :class:`distlib.overlap.measure.DDPReport` (one report line,
 :mod:`distlib.engines.report`) with everything the chapter "Communication
 hiding, modelled and measured" compares against the model
 :func:`distlib.ddp_step`:
@@ -52,7 +52,7 @@ import os
 import sys
 import time
 
-from distlib.measure_overlap import AllreduceTimes, Bucket, DDPChecks, DDPReport, SweepRow
+from distlib.overlap.measure import AllreduceTimes, Bucket, DDPChecks, DDPReport, SweepRow
 
 __all__ = [
     "DEFAULTS",
@@ -359,7 +359,7 @@ def _parser():
 
 
 def main(argv=None) -> None:
-    """One rank of the measurement; rank 0 hands back the :class:`~distlib.measure_overlap.DDPReport`."""
+    """One rank of the measurement; rank 0 hands back the :class:`~distlib.overlap.measure.DDPReport`."""
     ns = _parser().parse_args(sys.argv[1:] if argv is None else argv)
     for name in ("width", "layers", "batch", "iters", "layer_iters"):
         if getattr(ns, name) < 1:
@@ -417,7 +417,7 @@ def main(argv=None) -> None:
 
 
 def launch(p: int = 2, *, timeout: float = 120.0, **options) -> DDPReport:
-    """Run :func:`main` on ``p`` gloo ranks and return rank 0's :class:`~distlib.measure_overlap.DDPReport`.
+    """Run :func:`main` on ``p`` gloo ranks and return rank 0's :class:`~distlib.overlap.measure.DDPReport`.
 
     ``options`` are the command-line flags as keywords (``width=256``,
     ``caps=(0.25, 1, 4)``, ``check_steps=0``, ...). The run is bounded by

@@ -21,7 +21,7 @@ from ..static.legend import legend_below
 from ..static.phone import phone_layout, phone_spec
 from ..static.pictures import CSS_DPI, NARROW
 from ..overlap import BucketSweep, OverlapTimeline
-from ..overlap_zero import Zero3Timeline
+from ..overlap.zero import Zero3Timeline
 
 __all__ = ["TimelinePicture", "plot_timeline", "plot_zero3_timeline", "plot_bucket_sweep", "plot_measured_sweep",
            "animate_timeline", "time_unit", "phone_figure", "COLORS"]
@@ -291,7 +291,7 @@ def plot_timeline(ax, timeline, *, until=None, xmax=None, title=True, ready_mark
 
 
 def plot_zero3_timeline(ax, timeline, *, xmax=None, title=True) -> dict:
-    """Gantt chart of one ZeRO-3 step (:func:`distlib.overlap_zero.zero3_timeline`), drawn like :func:`plot_timeline`.
+    """Gantt chart of one ZeRO-3 step (:func:`distlib.overlap.zero.zero3_timeline`), drawn like :func:`plot_timeline`.
 
     The compute row shows the forward (grey) and backward (blue) of each
     layer; the communication row the all-gathers (orange) and
@@ -378,7 +378,7 @@ def plot_bucket_sweep(ax, sweep: BucketSweep, *, mark_best=True) -> dict:
 def plot_measured_sweep(ax, comparison, *, cpu=False) -> dict:
     """Measured step times beside the model's, against DDP's bucket capacity.
 
-    ``comparison`` is a :class:`distlib.measure_overlap.DDPComparison`.
+    ``comparison`` is a :class:`distlib.overlap.measure.DDPComparison`.
     Filled markers are measurements (medians), lines of the same colour the
     model: blue for overlap (ordinary DDP), red for one all-reduce after the
     backward pass, green for the step without communication. With

@@ -59,6 +59,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._check import check_int
+from .data import GLOBAL_BATCH
 
 __all__ = ["Config", "UnitSpec", "unit_specs", "init_units", "shard_unit", "forward_unit", "backward_unit",
            "loss_and_grads", "LN_EPS", "SP_SUMMED"]
@@ -87,6 +88,8 @@ class Config:
     heads: int = 4
     seq: int = 16
     layers: int = 8
+    batch: int = GLOBAL_BATCH
+    """Sequences in a step's global batch, which the data-parallel replicas and the microbatches split."""
 
     @property
     def ffn(self) -> int:
@@ -103,7 +106,7 @@ class Config:
         return sum(spec.size for spec in unit_specs(self))
 
     def __post_init__(self):
-        for name in ("vocab", "hidden", "heads", "seq", "layers"):
+        for name in ("vocab", "hidden", "heads", "seq", "layers", "batch"):
             check_int(name, getattr(self, name), minimum=1)
         if self.hidden % self.heads:
             raise ValueError(f"hidden must be a multiple of heads ({self.heads}), got {self.hidden}")

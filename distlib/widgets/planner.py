@@ -2,14 +2,14 @@
 
 The picture is one horizontal bar per layout, the fastest few that fit (the
 best of each ``dp x tp x pp x cp``), each split into the named seconds of
-:attr:`distlib.layout.LayoutStep.breakdown` (compute, memory-bound work,
+:attr:`distlib.planner.LayoutStep.breakdown` (compute, memory-bound work,
 tensor-, context- and pipeline-parallel communication, the pipeline bubble,
 exposed data-parallel communication, the optimizer), with the layout, its MFU
 and its peak memory per GPU written over it. When no layout fits, the picture
 says so and by how much the model state alone overflows the GPUs.
 
 Each model is a published shape on its published hardware
-(:mod:`distlib.layout_published`): GPT-3 175B and Megatron's 1T model on
+(:mod:`distlib.planner.published`): GPT-3 175B and Megatron's 1T model on
 Selene's A100s (eight 200 Gb/s HDR NICs a node), Llama 3 405B on H100s (400
 Gb/s RoCE a GPU, FlashAttention). The search is :func:`distlib.plan_layouts`
 with sequence parallelism on and ZeRO-1 held (ZeRO-1 and 2 cost the same
@@ -34,8 +34,8 @@ from matplotlib.ticker import MaxNLocator
 from .._check import check_choice, check_int_choice
 from ..fmt import fmt_bytes, fmt_seconds
 from ..gpu_cluster import gpu_cluster
-from ..layout import BREAKDOWN_TERMS, plan_layouts, published_model
-from ..layout_published import published_layouts
+from ..planner import BREAKDOWN_TERMS, plan_layouts, published_model
+from ..planner.published import published_layouts
 from ..units import gbit_to_bytes_per_s
 from ._base import FigureImage, FigureWidget, StaticAxis, control_layout, label_style
 
@@ -81,7 +81,7 @@ class PlannerView:
     accelerator: str
     params: float
     hbm_bytes: float
-    #: the fastest layouts that fit, one per (dp, tp, pp, cp), fastest first (:class:`distlib.layout.LayoutStep`)
+    #: the fastest layouts that fit, one per (dp, tp, pp, cp), fastest first (:class:`distlib.planner.LayoutStep`)
     steps: tuple
     #: layouts that fit in the whole search (ZeRO-1, or ZeRO-3 when ZeRO-1 has none)
     fitting: int
@@ -123,8 +123,8 @@ def planner_view(model: str, gpus: int, global_batch: int) -> PlannerView:
             break
     best, seen = [], set()
     for s in plans:
-        if (s.dp, s.tp, s.pp, s.cp) not in seen:
-            seen.add((s.dp, s.tp, s.pp, s.cp))
+        if (s.layout.dp, s.layout.tp, s.layout.pp, s.layout.cp) not in seen:
+            seen.add((s.layout.dp, s.layout.tp, s.layout.pp, s.layout.cp))
             best.append(s)
     return PlannerView(model, int(gpus), int(global_batch), cluster.accelerator.name, float(m.params),
                        float(cluster.accelerator.hbm_bytes), tuple(best[:TOP]), len(plans), zero)
@@ -132,9 +132,10 @@ def planner_view(model: str, gpus: int, global_batch: int) -> PlannerView:
 
 def short_layout(s) -> str:
     """``dp4 tp8 pp16`` and, where used, ``cp``, the schedule's chunks and the microbatch."""
-    cp = f" cp{s.cp}" if s.cp > 1 else ""
-    sched = f"interleaved v{s.chunks}" if s.schedule == "interleaved" else "1F1B"
-    return f"dp{s.dp} tp{s.tp} pp{s.pp}{cp}, {sched}, b{s.micro_batch}"
+    lay = s.layout
+    cp = f" cp{lay.cp}" if lay.cp > 1 else ""
+    sched = f"interleaved v{lay.chunks}" if lay.schedule == "interleaved" else "1F1B"
+    return f"dp{lay.dp} tp{lay.tp} pp{lay.pp}{cp}, {sched}, b{s.micro_batch}"
 
 
 class PlannerWidget(FigureWidget):

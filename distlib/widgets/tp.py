@@ -67,10 +67,10 @@ from matplotlib.lines import Line2D
 
 from .._check import check_bool, check_choice, check_int, check_int_choice, check_real
 from ..activations import RECOMPUTE_MODES, activation_bytes_per_layer
-from ..collective_costs import alpha_beta_time, cost_coefficients
+from ..collectives.costs import alpha_beta_time, cost_coefficients
 from ..fmt import fmt_bytes, fmt_flops, fmt_rate, fmt_seconds
 from ..hardware import accelerator as _accelerator
-from ..topology_graphs import NDR_NIC_BANDWIDTH
+from ..topology.graphs import NDR_NIC_BANDWIDTH
 from ._base import FigureImage, FigureWidget, StaticAxis, accelerator_name, control_layout, label_style
 
 __all__ = ["TensorParallelWidget", "TensorParallelView", "TP_DEGREES", "PLACEMENTS", "ALPHA", "GPT3_LAYER",

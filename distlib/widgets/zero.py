@@ -25,7 +25,7 @@ from matplotlib.patches import Rectangle
 from .._check import check_int_choice, check_real_in
 from ..fmt import fmt_bytes, fmt_count, fmt_seconds
 from ..hardware import accelerator as _accelerator
-from ..topology_graphs import NDR_NIC_BANDWIDTH
+from ..topology.graphs import NDR_NIC_BANDWIDTH
 from ..walls import ZERO_STAGES, gradient_comm_bytes_per_gpu, min_gpus_to_fit, model_state_bytes, \
     zero_state_bytes_per_gpu
 from ._base import (CONTINUOUS_UPDATE, FigureImage, FigureWidget, StaticAxis, accelerator_name, control_layout,

@@ -7,7 +7,7 @@
 
 It makes the cluster (root only: network namespaces), with a head node, the
 login node, that holds no rank itself; with ``--slurm`` a Slurm controller on
-the head and a node daemon on every node (:mod:`distlib.minicluster_slurm`).
+the head and a node daemon on every node (:mod:`distlib.minicluster.slurm`).
 The command runs on the head, its output straight to this terminal, and the
 exit status is the command's. Then everything is removed: also after Ctrl-C,
 SIGTERM or SIGHUP (the command is stopped first), after ``--timeout``, or when

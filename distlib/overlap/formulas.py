@@ -1,6 +1,6 @@
 """Closed forms of communication hiding: bounds, exact step times, and a formula to avoid.
 
-The layer-wise schedule of :mod:`distlib.overlap_schedule` is a single-server
+The layer-wise schedule of :mod:`distlib.overlap.schedule` is a single-server
 first-in-first-out queue; its finish time has an exact closed form
 (:func:`layerwise_exact_time`), equal to :func:`layerwise_closed_form` when no
 message waits (:func:`no_backup`). :func:`overlap_speedup_bound` is the most
@@ -15,8 +15,8 @@ import math
 
 import numpy as np
 
-from ._check import check_choice, check_real
-from .overlap_schedule import _same_length, _times
+from .._check import check_choice, check_real
+from .schedule import _same_length, _times
 
 __all__ = ["overlap_speedup_bound", "no_backup", "layerwise_closed_form", "layerwise_exact_time",
            "naive_layerwise_time", "cg_iteration_time"]

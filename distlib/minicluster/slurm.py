@@ -40,7 +40,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from .engines._processes import _kill_group
+from ..engines._processes import _kill_group
 
 __all__ = ["MPI_OVER_SLURM", "PARTITION", "Slurm", "SlurmUnavailable", "slurm_support"]
 
@@ -86,7 +86,7 @@ def slurm_conf(cluster, folder: Path, *, cpus_per_node: int, munge_socket: Path)
     names = ",".join(n.hostname for n in nodes)
     addresses = ",".join(n.address for n in nodes)
     return "\n".join([
-        "# Written by distlib.minicluster_slurm for one mini cluster; removed with it.",
+        "# Written by distlib.minicluster.slurm for one mini cluster; removed with it.",
         f"ClusterName=mini{os.getpid()}",
         f"SlurmctldHost=head({cluster.head.address})",
         "AuthType=auth/munge", "CredType=cred/munge", f"AuthInfo=socket={munge_socket}",

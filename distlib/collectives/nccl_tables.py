@@ -15,7 +15,7 @@ from importlib import resources
 
 import numpy as np
 
-from .collective_busbw import bus_factor
+from .busbw import bus_factor
 
 __all__ = ["NcclTable", "load_nccl_table", "check_nccl_table"]
 

@@ -41,27 +41,27 @@ Parts
 This module is the chapter's one import path; each concept lives in a part of
 its own, and everything is re-exported here:
 
-* :mod:`distlib.topology_graphs`: the kinds, their size arguments and link
+* :mod:`distlib.topology.graphs`: the kinds, their size arguments and link
   bandwidths, and one graph builder per kind;
-* :mod:`distlib.topology_network`: :class:`Topology` (counts, cost,
+* :mod:`distlib.topology.network`: :class:`Topology` (counts, cost,
   diameter, bisection, metrics) and the :func:`topology` builder;
-* :mod:`distlib.topology_paths`: shortest paths (the diameter's BFS, ECMP
+* :mod:`distlib.topology.paths`: shortest paths (the diameter's BFS, ECMP
   path shares);
-* :mod:`distlib.topology_bisection`: :class:`Bisection` and the cuts (exact
+* :mod:`distlib.topology.bisection`: :class:`Bisection` and the cuts (exact
   MILP, proven witness, upper bounds, Kernighan-Lin);
-* :mod:`distlib.topology_formulas`: :class:`Metrics` and
+* :mod:`distlib.topology.formulas`: :class:`Metrics` and
   :func:`topology_closed_form`;
-* :mod:`distlib.topology_ring`: a ring on the network (:func:`ring_order`,
+* :mod:`distlib.topology.ring`: a ring on the network (:func:`ring_order`,
   :func:`crossing_ring_order`, :func:`ring_link_loads`, :class:`RingLoads`).
 """
 
 from __future__ import annotations
 
-from .topology_bisection import Bisection, _cut_value  # noqa: F401 (_cut_value: tests/test_topology.py counts cuts with it)
-from .topology_formulas import Metrics, topology_closed_form
-from .topology_graphs import H100_NVLINK_BANDWIDTH, NDR_NIC_BANDWIDTH, TOPOLOGY_KINDS
-from .topology_network import Topology, topology
-from .topology_ring import RingLoads, crossing_ring_order, ring_link_loads, ring_order
+from .bisection import Bisection, _cut_value  # noqa: F401 (_cut_value: tests/test_topology.py counts cuts with it)
+from .formulas import Metrics, topology_closed_form
+from .graphs import H100_NVLINK_BANDWIDTH, NDR_NIC_BANDWIDTH, TOPOLOGY_KINDS
+from .network import Topology, topology
+from .ring import RingLoads, crossing_ring_order, ring_link_loads, ring_order
 
 __all__ = [
     "TOPOLOGY_KINDS",

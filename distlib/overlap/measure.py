@@ -30,8 +30,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ._check import check_array, check_choice, check_int
-from .overlap import bucket_gradients, bucket_timeline
+from .._check import check_array, check_choice, check_int
+from . import bucket_gradients, bucket_timeline
 
 __all__ = ["Bucket", "SweepRow", "AllreduceTimes", "DDPChecks", "DDPReport", "DDPComparison", "compare_ddp",
            "fit_allreduce", "parse_json_line"]
@@ -145,7 +145,7 @@ def parse_json_line(text: str, marker: str) -> dict:
 
 
 def _ring(n_bytes, p, alpha, bandwidth):
-    from .collectives import collective_time
+    from ..collectives import collective_time
 
     return collective_time("allreduce", n_bytes, p, alpha=alpha, bandwidth=bandwidth, algorithm="ring")
 
@@ -165,7 +165,7 @@ def fit_allreduce(n_bytes, seconds, *, p) -> tuple:
     >>> round(a * 1e6, 3), round(bw / 1e9, 3)
     (200.0, 2.0)
     """
-    from .collectives import fit_alpha_beta
+    from ..collectives import fit_alpha_beta
 
     p = check_int("p", p, minimum=2)
     n = check_array("n_bytes", n_bytes, ndim=1, finite=True, minimum=0).astype(float)

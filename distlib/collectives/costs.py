@@ -66,8 +66,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._check import check_array, check_choice, check_int, check_real
-from .collective_names import ALGORITHMS, ALLREDUCE_ALGORITHMS, COLLECTIVES, TWO_LEVEL_ALGORITHMS, _canon
+from .._check import check_array, check_choice, check_int, check_real
+from .names import ALGORITHMS, ALLREDUCE_ALGORITHMS, COLLECTIVES, TWO_LEVEL_ALGORITHMS, _canon
 
 __all__ = [
     "alpha_beta_time",

@@ -10,7 +10,7 @@ collective costs
 
 for an algorithm-specific number of sequential message steps ``A(p)`` and
 bytes factor ``B(p)`` (:func:`cost_coefficients`; the table of every
-collective and algorithm is in :mod:`distlib.collective_costs`).
+collective and algorithm is in :mod:`distlib.collectives.costs`).
 
 Parts
 -----
@@ -18,26 +18,26 @@ This module is the one import path of the chapters, the engines and the
 tests; each concept lives in a part of its own, and everything is re-exported
 here:
 
-* :mod:`distlib.collective_names`: the registry of collective and algorithm
+* :mod:`distlib.collectives.names`: the registry of collective and algorithm
   names (``COLLECTIVES``, ``ALGORITHMS``, ``ALLREDUCE_ALGORITHMS``, ...) and
   :func:`canonical_collective`;
-* :mod:`distlib.collective_costs`: the alpha-beta cost of each algorithm
+* :mod:`distlib.collectives.costs`: the alpha-beta cost of each algorithm
   (:func:`cost_coefficients`, :func:`collective_time`, bounds, crossovers,
   regimes, the two-level all-reduce);
-* :mod:`distlib.collective_busbw`: nccl-tests' algorithm and bus bandwidth;
-* :mod:`distlib.collective_fit`: fitting ``alpha`` and ``bandwidth`` to
+* :mod:`distlib.collectives.busbw`: nccl-tests' algorithm and bus bandwidth;
+* :mod:`distlib.collectives.fit`: fitting ``alpha`` and ``bandwidth`` to
   measured times (:func:`fit_alpha_beta`, :func:`fit_report`);
-* :mod:`distlib.nccl_tables`: the nccl-tests tables shipped with the library.
+* :mod:`distlib.collectives.nccl_tables`: the nccl-tests tables shipped with the library.
 """
 
 from __future__ import annotations
 
-from .collective_busbw import algorithm_bandwidth, bus_bandwidth, bus_factor
-from .collective_costs import (Regime, alpha_beta_time, bandwidth_lower_bound, collective_time, cost_coefficients,
+from .busbw import algorithm_bandwidth, bus_bandwidth, bus_factor
+from .costs import (Regime, alpha_beta_time, bandwidth_lower_bound, collective_time, cost_coefficients,
                                crossover_size, fastest_algorithm, in_network_allreduce_time, p2p_time, regime,
                                two_level_allreduce_time)
-from .collective_fit import FitReport, fit_alpha_beta, fit_report
-from .collective_names import (ALGORITHMS, ALLREDUCE_ALGORITHMS, BUS_FACTOR_COLLECTIVES, COLLECTIVE_ALIASES,
+from .fit import FitReport, fit_alpha_beta, fit_report
+from .names import (ALGORITHMS, ALLREDUCE_ALGORITHMS, BUS_FACTOR_COLLECTIVES, COLLECTIVE_ALIASES,
                                COLLECTIVES, ENGINE_ALLREDUCE_ALGORITHMS, ENGINE_SCATTER_GATHER_ALGORITHMS,
                                OWN_ALLREDUCE_ALGORITHMS, TWO_LEVEL_ALGORITHMS, canonical_collective)
 from .nccl_tables import NcclTable, check_nccl_table, load_nccl_table

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._check import check_array, check_choice, check_int, check_real
-from .collective_costs import _n_bytes
-from .collective_names import BUS_FACTOR_COLLECTIVES, _canon
+from .._check import check_array, check_choice, check_int, check_real
+from .costs import _n_bytes
+from .names import BUS_FACTOR_COLLECTIVES, _canon
 
 __all__ = ["bus_factor", "algorithm_bandwidth", "bus_bandwidth"]
 

@@ -2,9 +2,9 @@
 
 A :class:`Topology` is a graph of hosts and switches plus how it was built;
 it counts its links and ports and measures its diameter and bisection *on the
-graph* (breadth-first search in :mod:`distlib.topology_paths`, cuts in
-:mod:`distlib.topology_bisection`), caching each answer. :func:`topology`
-checks the size arguments and builds the graph (:mod:`distlib.topology_graphs`).
+graph* (breadth-first search in :mod:`distlib.topology.paths`, cuts in
+:mod:`distlib.topology.bisection`), caching each answer. :func:`topology`
+checks the size arguments and builds the graph (:mod:`distlib.topology.graphs`).
 """
 
 from __future__ import annotations
@@ -13,11 +13,11 @@ from dataclasses import dataclass, field
 
 import networkx as nx
 
-from ._check import check_choice, check_real
-from .topology_bisection import Bisection, _auto_method, _bisect
-from .topology_formulas import Metrics, topology_closed_form
-from .topology_graphs import GRAPH_BUILDERS, SIZE_ARGUMENTS, TOPOLOGY_KINDS
-from .topology_paths import _host_eccentricity
+from .._check import check_choice, check_real
+from .bisection import Bisection, _auto_method, _bisect
+from .formulas import Metrics, topology_closed_form
+from .graphs import GRAPH_BUILDERS, SIZE_ARGUMENTS, TOPOLOGY_KINDS
+from .paths import _host_eccentricity
 
 __all__ = ["Topology", "topology"]
 

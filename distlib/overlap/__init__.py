@@ -41,24 +41,24 @@ Parts
 This module is the chapter's one import path; each concept lives in a part of
 its own, and everything is re-exported here:
 
-* :mod:`distlib.overlap_schedule`: the one-channel schedule of a step
+* :mod:`distlib.overlap.schedule`: the one-channel schedule of a step
   (:func:`overlap_timeline`, :class:`OverlapTimeline`, :class:`Event`);
-* :mod:`distlib.overlap_formulas`: its closed forms and bounds (and
+* :mod:`distlib.overlap.formulas`: its closed forms and bounds (and
   :func:`cg_iteration_time`);
-* :mod:`distlib.overlap_buckets`: per-layer gradient sizes and DDP's bucket
+* :mod:`distlib.overlap.buckets`: per-layer gradient sizes and DDP's bucket
   packing;
-* :mod:`distlib.overlap_ddp`: a DDP step, explicit bucket timelines, and the
+* :mod:`distlib.overlap.ddp`: a DDP step, explicit bucket timelines, and the
   sweep over bucket capacities.
 """
 
 from __future__ import annotations
 
-from .overlap_buckets import (DDP_BUCKET_BYTES, DDP_FIRST_BUCKET_BYTES, EMBEDDING_FRACTION,  # noqa: F401
+from .buckets import (DDP_BUCKET_BYTES, DDP_FIRST_BUCKET_BYTES, EMBEDDING_FRACTION,  # noqa: F401
                               Bucket, bucket_gradients, gradient_profile)
-from .overlap_ddp import BucketSweep, DDPStep, bucket_sweep, bucket_timeline, ddp_step
-from .overlap_formulas import (cg_iteration_time, layerwise_closed_form, layerwise_exact_time, naive_layerwise_time,
+from .ddp import BucketSweep, DDPStep, bucket_sweep, bucket_timeline, ddp_step
+from .formulas import (cg_iteration_time, layerwise_closed_form, layerwise_exact_time, naive_layerwise_time,
                                no_backup, overlap_speedup_bound)
-from .overlap_schedule import BACKWARD, COMM, FORWARD, Event, OverlapTimeline, overlap_timeline  # noqa: F401
+from .schedule import BACKWARD, COMM, FORWARD, Event, OverlapTimeline, overlap_timeline  # noqa: F401
 
 __all__ = [
     "Event",

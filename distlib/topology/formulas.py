@@ -11,8 +11,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from ._check import check_choice, check_int
-from .topology_graphs import SIZE_ARGUMENTS, TOPOLOGY_KINDS, _check_dims
+from .._check import check_choice, check_int
+from .graphs import SIZE_ARGUMENTS, TOPOLOGY_KINDS, _check_dims
 
 __all__ = ["Metrics", "topology_closed_form"]
 

@@ -1,9 +1,9 @@
 """A DistributedDataParallel step: bucketed all-reduces priced and queued under the backward pass.
 
-:func:`ddp_step` packs the gradients (:mod:`distlib.overlap_buckets`), prices
+:func:`ddp_step` packs the gradients (:mod:`distlib.overlap.buckets`), prices
 each bucket's all-reduce (the alpha-beta model of one flat algorithm, or NCCL
 on a :class:`distlib.GpuCluster`) and schedules the buckets on one channel
-(:mod:`distlib.overlap_schedule`); :func:`bucket_timeline` does the same for
+(:mod:`distlib.overlap.schedule`); :func:`bucket_timeline` does the same for
 buckets and times given explicitly (a real run's), and :func:`bucket_sweep`
 maps the step time over bucket capacities. Re-exported by :mod:`distlib.overlap`.
 """
@@ -15,10 +15,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._check import check_array, check_choice, check_int, check_real
-from .collective_names import ALLREDUCE_ALGORITHMS
-from .overlap_buckets import Bucket, _bucket, _bucket_args
-from .overlap_schedule import OverlapTimeline, _same_length, _schedule, _times
+from .._check import check_array, check_choice, check_int, check_real
+from ..collectives.names import ALLREDUCE_ALGORITHMS
+from .buckets import Bucket, _bucket, _bucket_args
+from .schedule import OverlapTimeline, _same_length, _schedule, _times
 
 __all__ = ["DDPStep", "ddp_step", "bucket_timeline", "BucketSweep", "bucket_sweep"]
 
@@ -32,10 +32,10 @@ def _allreduce_model(algorithm, cluster=None):
     ``bandwidth`` are then the cluster's).
     """
     if cluster is not None:
-        from .gpu_cluster import predict_time
+        from ..gpu_cluster import predict_time
 
         return lambda n_bytes, p, alpha, bandwidth: predict_time("allreduce", n_bytes, cluster)
-    from .collectives import collective_time
+    from ..collectives import collective_time
 
     return lambda n_bytes, p, alpha, bandwidth: collective_time(
         "allreduce", n_bytes, p, alpha=alpha, bandwidth=bandwidth, algorithm=algorithm)
@@ -97,7 +97,7 @@ class DDPStep:
 
 def _link_args(alpha, bandwidth, p, algorithm, cluster=None):
     if cluster is not None:
-        from .gpu_cluster import GpuCluster
+        from ..gpu_cluster import GpuCluster
 
         if not isinstance(cluster, GpuCluster):
             raise TypeError(f"cluster must be a GpuCluster from distlib.gpu_cluster(...), got {type(cluster).__name__}")

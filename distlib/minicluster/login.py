@@ -28,8 +28,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from ._check import check_real
-from .engines._processes import STOP_GRACE, _kill_group
+from .._check import check_real
+from ..engines._processes import STOP_GRACE, _kill_group
 
 __all__ = ["ShellLine", "run_shell_line"]
 
@@ -91,7 +91,7 @@ def run_shell_line(cluster, command: str, *, timeout: float = 120.0, env=None) -
     ValueError
         ``command`` empty or ``timeout`` out of range.
     """
-    from . import limits
+    from .. import limits
 
     if not isinstance(command, str):
         raise TypeError(f"command must be a string (a bash command line), got {type(command).__name__}")
@@ -123,7 +123,7 @@ def _status(code: int) -> int:
 def _cancel_jobs(cluster) -> None:
     if getattr(cluster, "slurm", None) is None:
         return
-    from .minicluster_slurm import PARTITION
+    from .slurm import PARTITION
 
     try:
         cluster.login(["scancel", "--quiet", f"--partition={PARTITION}"], timeout=10)

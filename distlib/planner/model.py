@@ -1,6 +1,6 @@
 """A dense decoder-only transformer: its shape, its parameters and its FLOPs per token.
 
-Part IV's planner (:mod:`distlib.layout`) asks this module how big a model is
+Part IV's planner (:mod:`distlib.planner.step`) asks this module how big a model is
 and how much arithmetic one token costs it. Counting conventions, and where
 they come from:
 
@@ -43,9 +43,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ._check import check_bool, check_choice, check_int
-from .activations import RECOMPUTE_MODES
-from .walls import training_flops
+from .._check import check_bool, check_choice, check_int
+from ..activations import RECOMPUTE_MODES
+from ..walls import training_flops
 
 __all__ = ["Transformer", "transformer"]
 

@@ -1,11 +1,11 @@
 """ZeRO-3's step on two streams: all-gathers prefetched one layer early, or not at all.
 
 The chapter "ZeRO and FSDP" teaches this module; it lays ZeRO-3 out on the
-two streams of chapter 8's model (:mod:`distlib.overlap_schedule`): a
+two streams of chapter 8's model (:mod:`distlib.overlap.schedule`): a
 compute stream that runs one layer at a time, and one communication channel
 that runs collectives one at a time, in the order they are issued, each
 starting at ``max(ready, channel free)``. Its intervals are chapter 8's
-:class:`~distlib.overlap_schedule.Event`, so the same drawing shows them.
+:class:`~distlib.overlap.schedule.Event`, so the same drawing shows them.
 
 The step uses the layers ``2 L`` times, in program order: the forward pass
 runs layers ``0 .. L-1``, the backward pass ``L-1 .. 0``. Every use needs the
@@ -32,8 +32,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._check import check_int, check_real
-from .overlap_schedule import BACKWARD, COMM, FORWARD, Event
+from .._check import check_int, check_real
+from .schedule import BACKWARD, COMM, FORWARD, Event
 
 __all__ = ["Zero3Timeline", "zero3_timeline", "zero3_closed_form"]
 

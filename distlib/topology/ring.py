@@ -14,9 +14,9 @@ from dataclasses import dataclass
 
 import networkx as nx
 
-from ._check import check_choice
-from .topology_network import Topology
-from .topology_paths import _ecmp_fractions
+from .._check import check_choice
+from .network import Topology
+from .paths import _ecmp_fractions
 
 __all__ = ["RingLoads", "ring_order", "crossing_ring_order", "ring_link_loads"]
 

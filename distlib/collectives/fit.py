@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ._check import check_array, check_choice, check_int
-from .collective_costs import collective_time, cost_coefficients
+from .._check import check_array, check_choice, check_int
+from .costs import collective_time, cost_coefficients
 
 __all__ = ["fit_alpha_beta", "FitReport", "fit_report"]
 

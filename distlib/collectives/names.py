@@ -1,6 +1,6 @@
 """The registry of collective and algorithm names: one home for every list of them.
 
-The cost models (:mod:`distlib.collective_costs`), the engines
+The cost models (:mod:`distlib.collectives.costs`), the engines
 (:mod:`distlib.engines.algorithms`, ``selftest``, ``tuner``), the DDP model
 (:mod:`distlib.overlap`) and the plots all take their lists from these
 tuples, so a name is added in one place. :func:`canonical_collective` maps the

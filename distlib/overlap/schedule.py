@@ -6,7 +6,7 @@ share one communication channel, first ready first served::
     start[i] = max(ready[i], end[i - 1]),   end[i] = start[i] + comm[i]
 
 :func:`overlap_timeline` schedules one message per layer; the DDP model
-(:mod:`distlib.overlap_ddp`) schedules one per bucket through the same
+(:mod:`distlib.overlap.ddp`) schedules one per bucket through the same
 ``_schedule``. :class:`OverlapTimeline` holds the result and the numbers a
 chapter quotes (iteration time, exposed communication, speedup, ...). The
 argument checks shared by :mod:`distlib.overlap`'s parts live here too.
@@ -21,7 +21,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ._check import check_array, check_real
+from .._check import check_array, check_real
 
 __all__ = ["Event", "OverlapTimeline", "overlap_timeline"]
 

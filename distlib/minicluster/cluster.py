@@ -49,10 +49,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import limits
-from ._check import check_bool, check_int, check_real
-from .engines._processes import _pid_alive
-from .bench.results import Race, RaceRow  # their home; here for older callers
+from .. import limits
+from .._check import check_bool, check_int, check_real
+from ..engines._processes import _pid_alive
 
 __all__ = [
     "MiniClusterUnavailable",
@@ -62,14 +61,11 @@ __all__ = [
     "mini_cluster",
     "minicluster_support",
     "leftovers",
-    "RaceRow",
-    "Race",
-    "race",
 ]
 
 _PREFIX = "dlmc"  # every namespace name starts dlmc-<pid>-<tag>-
 _SUBNET = "10.99.0"  # private, and only inside this cluster's namespaces
-_NODE_EXEC = Path(__file__).with_name("engines") / "_node_exec.py"
+_NODE_EXEC = Path(__file__).parents[1] / "engines" / "_node_exec.py"
 _NETNS_DIR = Path("/run/netns")
 _ETC_NETNS = Path("/etc/netns")
 
@@ -240,7 +236,7 @@ class MiniCluster:
         slurm = check_bool("slurm", slurm)
         cpus_per_node = check_int("cpus_per_node", cpus_per_node, minimum=1, maximum=64)
         if slurm:
-            from .minicluster_slurm import slurm_support
+            from .slurm import slurm_support
 
             reason = slurm_support()
             if reason:
@@ -253,7 +249,7 @@ class MiniCluster:
         self._closed = False
         self._lock = threading.Lock()
         self._traffic: dict = {}  # port -> [(time, packets from the node, packets to it)], for health()
-        from .engines._processes import _Reaper
+        from ..engines._processes import _Reaper
 
         # If this process dies without close() (a SIGKILL), a reaper outside it removes the namespaces.
         self._reaper = _Reaper(self.name, self.workdir, netns=[self.switch, *(n.netns for n in self._all_nodes())],
@@ -261,7 +257,7 @@ class MiniCluster:
         try:
             self._build()
             if slurm:
-                from .minicluster_slurm import Slurm, SlurmUnavailable
+                from .slurm import Slurm, SlurmUnavailable
 
                 try:
                     self.slurm = Slurm(self, cpus_per_node=cpus_per_node)
@@ -402,18 +398,18 @@ class MiniCluster:
     @property
     def jobs(self) -> Path:
         """The folder :meth:`shell_line` commands run in (batch scripts, ``slurm-N.out``); removed with the cluster."""
-        from .minicluster_login import jobs_folder
+        from .login import jobs_folder
 
         return jobs_folder(self.workdir)
 
     def shell_line(self, command: str, *, timeout: float = 120.0, env=None):
-        """Type ``command`` at the head node as in a terminal (:mod:`distlib.minicluster_login`).
+        """Type ``command`` at the head node as in a terminal (:mod:`distlib.minicluster.login`).
 
-        Returns a :class:`~distlib.minicluster_login.ShellLine` whose ``str``
+        Returns a :class:`~distlib.minicluster.login.ShellLine` whose ``str``
         is the command after ``$ `` and its merged output; a command past
         ``timeout`` seconds is stopped (its Slurm jobs cancelled first).
         """
-        from .minicluster_login import run_shell_line
+        from .login import run_shell_line
 
         return run_shell_line(self, command, timeout=timeout, env=env)
 
@@ -442,7 +438,7 @@ class MiniCluster:
     def health(self):
         """``None`` while every node is reachable, else a :class:`~distlib.engines.progress.Stall` naming the node
         that is not (``kind="node"``)."""
-        from .engines.progress import Stall
+        from ..engines.progress import Stall
 
         if self._closed:
             return Stall("node", "the mini cluster has been removed")
@@ -485,7 +481,7 @@ class MiniCluster:
         happens on a working link (every peer answers, and the switch floods
         every multicast to every port).
         """
-        from .engines.progress import Stall
+        from ..engines.progress import Stall
 
         if self.n_nodes < 2:
             return None
@@ -569,7 +565,7 @@ def mini_cluster(nodes: int = 2, *, link_gbit: float | None = 2.0, head: bool = 
         ``nodes`` outside 1..64 or ``link_gbit`` outside 0.01..100.
 
     With ``slurm=True`` (which implies ``head=True``) Slurm runs on it
-    (:mod:`distlib.minicluster_slurm`): ``cluster.login(["srun", ...])``.
+    (:mod:`distlib.minicluster.slurm`): ``cluster.login(["srun", ...])``.
     """
     cluster = MiniCluster(nodes, link_gbit=link_gbit, head=head, slurm=slurm, cpus_per_node=cpus_per_node)
     previous = None
@@ -587,42 +583,3 @@ def mini_cluster(nodes: int = 2, *, link_gbit: float | None = 2.0, head: bool = 
         finally:
             if previous is not None:
                 signal.signal(signal.SIGTERM, previous)
-
-
-def __getattr__(name: str):
-    """``race``, which moved to :func:`distlib.bench.race` (it runs the bench on a cluster made here).
-
-    Found there when asked for, so that this module, which the bench
-    imports, imports nothing of the bench's launchers in turn.
-    """
-    if name == "race":
-        import importlib
-
-        return importlib.import_module("distlib.bench.launch").race
-    raise AttributeError(f"module 'distlib.minicluster' has no attribute {name!r}")
-
-
-def _main(argv=None) -> int:  # pragma: no cover - a manual check
-    """``python -m distlib.minicluster [NODES] [GBIT]``: make a cluster, show it, remove it.
-
-    (``python -m distlib.minicluster run|shell ...`` is :mod:`distlib.minicluster_cli`.)
-    """
-    argv = sys.argv[1:] if argv is None else argv
-    n = int(argv[0]) if argv else 2
-    gbit = float(argv[1]) if len(argv) > 1 else 2.0
-    t0 = time.monotonic()
-    with mini_cluster(n, link_gbit=gbit) as cluster:
-        print(cluster, f"made in {time.monotonic() - t0:.2f} s")
-        for node in cluster.nodes:
-            print(node.hostname, node.address, cluster.run(node, ["hostname"]).stdout.strip())
-    print("left behind:", leftovers(owner=os.getpid()))
-    return 0
-
-
-if __name__ == "__main__":  # pragma: no cover
-    if sys.argv[1:2] in (["run"], ["shell"], ["-h"], ["--help"]):
-        # Entry-point wiring, run only as a program (never on import): the command line lives in its own module.
-        from distlib.minicluster_cli import main
-
-        sys.exit(main(sys.argv[1:]))
-    sys.exit(_main())

@@ -15,8 +15,8 @@ import itertools
 import networkx as nx
 import numpy as np
 
-from ._check import check_int, check_real
-from .units import gbit_to_bytes_per_s
+from .._check import check_int, check_real
+from ..units import gbit_to_bytes_per_s
 
 __all__ = ["TOPOLOGY_KINDS", "H100_NVLINK_BANDWIDTH", "NDR_NIC_BANDWIDTH", "SIZE_ARGUMENTS", "GRAPH_BUILDERS"]
 

@@ -3,7 +3,7 @@
 :func:`gradient_profile` splits a model's gradient bytes over its layers (in
 backward order); :func:`bucket_gradients` packs them into buckets of a given
 capacity, by PyTorch DistributedDataParallel's rule or by a first-fit one.
-:mod:`distlib.overlap_ddp` prices and schedules the buckets. Re-exported by
+:mod:`distlib.overlap.ddp` prices and schedules the buckets. Re-exported by
 :mod:`distlib.overlap`.
 """
 
@@ -13,8 +13,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ._check import check_choice, check_int, check_real
-from .overlap_schedule import _times
+from .._check import check_choice, check_int, check_real
+from .schedule import _times
 
 __all__ = ["DDP_BUCKET_BYTES", "DDP_FIRST_BUCKET_BYTES", "Bucket", "bucket_gradients", "gradient_profile"]
 

@@ -4,14 +4,14 @@ Each row is one run: the model's shape, the cluster (accelerator, nodes, the
 node's scale-out rate), the layout (``dp``, ``tp``, ``pp``, ``cp``, ZeRO stage,
 recomputation, sequence parallelism, schedule, chunks, microbatch) and the
 printed figure, with its ``source``. An empty layout field is one the source
-does not print; the planner (:func:`distlib.layout.layout_step`, or
-:func:`distlib.layout.plan_layouts` for a degree) picks it. ``metric`` says
+does not print; the planner (:func:`distlib.planner.step.layout_step`, or
+:func:`distlib.planner.step.plan_layouts` for a degree) picks it. ``metric`` says
 which utilization the source prints: ``"mfu"`` (model FLOPs: PaLM,
 Korthikanti et al. 2022, Llama 3) or ``"hfu"`` (FLOPs the hardware ran,
 recomputation included: Megatron-LM 2021's "% of theoretical peak", BLOOM's
 TFLOPs); ``printed_hfu`` is the HFU a source prints beside its MFU
 (Korthikanti et al.'s Table 5). ``role`` is ``"fit"`` for the three rows the planner's constants are
-computed from (:func:`distlib.layout.planner_constants`); every other row is
+computed from (:func:`distlib.planner.step.planner_constants`); every other row is
 a prediction.
 """
 

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import networkx as nx
 import numpy as np
 
-from .topology_paths import _index
+from .paths import _index
 
 __all__ = ["Bisection"]
 

@@ -1,0 +1,669 @@
+"""One training step of a layout (DP x TP x PP x CP, ZeRO, recomputation), and the planner that ranks them.
+
+Chapter "Choosing a layout" asks which way to cut a model over a cluster. The
+answer here is arithmetic over the library's other models, each asked in its
+home: parameters and FLOPs from :mod:`distlib.planner.model`, model-state
+bytes per ZeRO stage from :func:`distlib.walls.zero_state_bytes_per_gpu`,
+activations from :func:`distlib.activations.activation_bytes_per_layer`
+(Korthikanti et al. 2022), every collective's time from the GPU-cluster model
+of chapter 7 (:func:`distlib.gpu_cluster.predict_time`, NCCL's tuner), the
+bubble from :mod:`distlib.pipeline_schedule`'s closed forms, peak FLOP/s and
+HBM from the hardware table.
+
+Placement. Ranks are numbered TP fastest, then CP, then PP, then DP (Llama 3's
+order), ``gpus_per_node`` to a node. Each collective runs on the sub-cluster
+its group occupies (counted rank by rank: how many nodes, how many of its
+members on each); groups that share a node share its NICs.
+
+Time of one step (the names of :attr:`LayoutStep.breakdown`, in seconds;
+``m = global_batch / (dp b)`` microbatches of ``b`` sequences per pipeline):
+
+* ``compute``: the stage's matrix products, hardware FLOPs (recomputation
+  included) over ``peak * matmul_efficiency``;
+* ``memory_bound``: the layer norms, softmax, dropout and activations between
+  the products, which stream memory: ``memory_traffic`` times the bytes of
+  activations a layer keeps with no recomputation (Korthikanti's count; without
+  the attention scores when the kernel is FlashAttention), over the HBM
+  bandwidth; a third more with full recomputation;
+* ``tp_comm``: Megatron's four all-reduces of ``s b h`` bf16 values per layer
+  per microbatch (two forward, two backward; six with full recomputation);
+  with sequence parallelism each is a reduce-scatter and an all-gather, the
+  same bytes. Not overlapped;
+* ``cp_comm``: context parallelism's all-gather of keys and values per layer
+  forward and its reduce-scatter backward (Llama 3's all-gather method);
+* ``pp_comm``: one activation and one gradient per microbatch per chunk
+  between neighbouring stages (split ``tp`` ways, Megatron's scatter/gather);
+* ``bubble``: ``(p - 1) / v`` microbatch-times (1F1B and interleaved);
+* ``dp_comm``: the data-parallel collectives of the ZeRO stage (their passes
+  from :class:`distlib.walls.ZeroStage`; ZeRO-3's gathers and reduce-scatter
+  once per microbatch), times ``dp_exposure``;
+* ``optimizer``: Adam's update streaming the GPU's share of the
+  mixed-precision state through HBM once.
+
+Three constants are fitted (:func:`planner_constants`) and everything else
+is predicted: ``matmul_efficiency`` and ``memory_traffic`` on Korthikanti et
+al.'s 22B and 1T rows, ``dp_exposure`` on their 530B run at 8-way data
+parallelism (``data/published_layouts.csv``, ``role`` "fit").
+
+Memory (peak per GPU): the mixed-precision model state of the GPU's
+``1 / (tp pp)`` of the weights under its ZeRO stage over ``dp cp`` ranks,
+plus one microbatch's activations per layer of the busiest stage times the
+first stage's microbatches in flight (``min(p, m)`` for 1F1B,
+``p + (p - 1)/v`` for interleaved), plus, with full recomputation, the one
+layer being recomputed. Logits, ZeRO-3's gathered layer, temporary buffers
+and fragmentation are not counted.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from dataclasses import dataclass, field, replace
+from functools import lru_cache
+
+from .._check import check_bool, check_choice, check_int
+from ..layout import Layout
+from ..activations import RECOMPUTE_MODES, activation_bytes_per_layer
+from ..gpu_cluster import GpuCluster, calibration, gpu_cluster, predict_time
+from .published import published_layouts
+from .model import Transformer, transformer
+from ..units import gbit_to_bytes_per_s
+from ..walls import RECIPES, training_flops, zero_stage, zero_state_bytes_per_gpu
+
+__all__ = ["LAYOUT_SCHEDULES", "ATTENTION_KERNELS", "BREAKDOWN_TERMS", "MIN_CP_TOKENS", "PlannerConstants",
+           "planner_constants", "LayoutStep", "layout_step", "plan_layouts", "published_model", "published_cluster", "published_step"]
+
+#: Pipeline schedules the planner times (the closed forms of :mod:`distlib.pipeline_schedule`).
+LAYOUT_SCHEDULES = ("1f1b", "interleaved")
+#: How attention is computed: scores written to HBM, or FlashAttention (they never are).
+ATTENTION_KERNELS = ("materialized", "flash")
+#: The named seconds of a step, in the order they are summed.
+BREAKDOWN_TERMS = ("compute", "memory_bound", "tp_comm", "cp_comm", "pp_comm", "bubble", "dp_comm", "optimizer")
+#: Tokens of a sequence each GPU keeps before :func:`plan_layouts` tries context parallelism. The model
+#: charges nothing for short matrices, so it would split 2K sequences 8 ways; practice (Llama 3's 128K
+#: stage) keeps CP for long contexts. Pass ``cp=`` to try any degree.
+MIN_CP_TOKENS = 8192
+_BF16 = 2  # bytes per activation, weight or gradient value
+_RECIPE = "mixed_precision_adam"
+
+
+@dataclass(frozen=True)
+class PlannerConstants:
+    """The planner's three fitted constants.
+
+    Attributes
+    ----------
+    matmul_efficiency : float
+        Achieved fraction of the dense BF16 peak in the matrix products.
+    memory_traffic : float
+        Bytes the non-matmul operations move per byte of activations a layer keeps.
+    dp_exposure : float
+        Step seconds per second of NCCL-predicted data-parallel communication
+        (0: hidden; 1: exposed at nccl-tests speed; more: slower than that).
+    sources : dict
+        Constant -> the published row ids it was fitted on.
+    """
+
+    matmul_efficiency: float
+    memory_traffic: float
+    dp_exposure: float
+    sources: dict = field(default_factory=dict, repr=False, hash=False, compare=False)
+
+
+@dataclass(frozen=True)
+class LayoutStep:
+    """One training step of a layout: its time, terms, utilization and memory.
+
+    ``layout`` is the :class:`distlib.layout.Layout` it ran (its degrees, ZeRO stage, sequence parallelism,
+    schedule, chunks and microbatches per replica); ``recompute``, ``micro_batch`` (sequences per
+    microbatch) and ``attention`` are how each GPU runs it.
+    """
+
+    layout: Layout
+    recompute: str
+    micro_batch: int
+    attention: str
+    global_batch: int
+    step_time: float
+    mfu: float
+    hfu: float
+    memory_bytes: float
+    hbm_bytes: float
+    breakdown: dict = field(hash=False, compare=False)
+    memory: dict = field(hash=False, compare=False)
+
+    @property
+    def fits(self) -> bool:
+        """The first stage's peak memory is within the GPU's HBM."""
+        return self.memory_bytes <= self.hbm_bytes
+
+    @property
+    def chunks(self) -> int:
+        """Model chunks per stage (the layout's)."""
+        return self.layout.chunks
+
+    @property
+    def name(self) -> str:
+        """A short name, e.g. ``dp8 tp4 pp12 cp1 zero1 full``."""
+        lay = self.layout
+        return (f"dp{lay.layout.dp} tp{lay.layout.tp} pp{lay.layout.pp} cp{lay.layout.cp} zero{lay.layout.zero} {self.recompute}"
+                f"{' sp' if lay.layout.sequence_parallel else ''} {lay.layout.schedule} v{lay.layout.chunks} b{self.micro_batch}")
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """A layout as the planner prices it: the :class:`Layout` (its ``chunks`` and ``microbatches`` may be unset
+    until :func:`_choices` fills them) and how each GPU runs it."""
+
+    layout: Layout
+    recompute: str
+    micro_batch: int | None
+    attention: str
+
+
+@dataclass(frozen=True)
+class _Terms:
+    """A step's pieces before the constants: per microbatch, and per step."""
+
+    microbatches: int
+    bubble_units: float  # microbatch-times of bubble
+    compute_at_peak: float  # s per microbatch at 100 % of peak
+    memory_at_hbm: float  # s per microbatch with memory_traffic = 1
+    tp_comm: float
+    cp_comm: float
+    pp_comm: float
+    dp_comm: float  # s per step at nccl-tests speed
+    optimizer: float  # s per step
+
+
+@lru_cache(maxsize=4096)
+def _group(cluster: GpuCluster, *dims):
+    """The sub-cluster one group runs on (``None`` for one rank); ``dims`` are ``(size, stride)`` pairs.
+
+    Group 0's members are the ranks ``sum(i_k * stride_k)``, ``i_k < size_k``; rank ``r`` is on node
+    ``r // gpus_per_node``. The group's nodes each hold ``per_node`` of them, and share their NICs with the
+    ``gpus_per_node / per_node`` groups alike.
+    """
+    ranks = [0]
+    for size, stride in dims:
+        ranks = [r + i * stride for r in ranks for i in range(size)]
+    if len(ranks) == 1:
+        return None
+    gpn = cluster.gpus_per_node
+    counts = Counter(r // gpn for r in ranks)
+    per_node, nodes = max(counts.values()), len(counts)
+    if nodes == 1:
+        return gpu_cluster(1, gpus_per_node=per_node, accelerator=cluster.accelerator, nvls=cluster.nvls and per_node > 1)
+    share = per_node / gpn  # groups on one node share its NICs
+    return gpu_cluster(nodes, gpus_per_node=per_node, accelerator=cluster.accelerator, network=cluster.network,
+                       nic_bandwidth=cluster.nic_bandwidth * share, nics=max(1, round(cluster.nics * share)),
+                       nvls=cluster.nvls and per_node > 1, sharp=cluster.sharp)
+
+
+@lru_cache(maxsize=65536)
+def _time(collective: str, n_bytes: float, group) -> float:
+    return 0.0 if group is None else predict_time(collective, n_bytes, group)
+
+
+def _stage_layers(model: Transformer, pp: int, chunks: int) -> int:
+    """Layers on the busiest stage: ``chunks`` chunks of ``ceil(layers / (pp chunks))``."""
+    return chunks * math.ceil(model.layers / (pp * chunks))
+
+
+def _traffic_mode(lay: _Plan) -> str:
+    return "selective" if lay.attention == "flash" else "none"  # FlashAttention never writes the scores
+
+
+def _layer_shape(model: Transformer) -> dict:
+    """The MLP's width, the key/value heads and the gating, for the activation count."""
+    return {"ffn_hidden": model.ffn_hidden, "kv_heads": model.kv_heads, "gated_ffn": model.gated_ffn}
+
+
+def _compute_terms(model: Transformer, cluster: GpuCluster, lay: _Plan) -> tuple:
+    """Seconds per microbatch of the stage's products at peak, and of its memory traffic at one pass."""
+    acc, h, s = cluster.accelerator, model.hidden, model.seq
+    tokens = lay.micro_batch * s / lay.layout.cp  # tokens of one microbatch on one GPU's CP shard
+    layer_flops = (training_flops(model.params_per_layer, 1.0)  # one layer, per token: products and attention
+                   + (3 * model.attention_flops_per_token + model.recompute_flops_per_token(lay.recompute)) / model.layers)
+    output_flops = training_flops(model.vocab * h, 1.0)  # the output layer, forward and backward, spread over the stages
+    stage_flops = tokens / lay.layout.tp * (_stage_layers(model, lay.layout.pp, lay.layout.chunks) * layer_flops + output_flops / lay.layout.pp)
+    kept = activation_bytes_per_layer(round(s / lay.layout.cp), lay.micro_batch, h, model.heads, tp=lay.layout.tp,
+                                      sequence_parallel=lay.layout.sequence_parallel, recompute=_traffic_mode(lay),
+                                      **_layer_shape(model))
+    again = 4 / 3 if lay.recompute == "full" else 1.0
+    memory = _stage_layers(model, lay.layout.pp, lay.layout.chunks) * kept * again / acc.hbm_bandwidth
+    return stage_flops / acc.bf16_flops, memory
+
+
+def _comm_terms(model: Transformer, cluster: GpuCluster, lay: _Plan) -> tuple:
+    """Seconds per microbatch of TP, CP and PP communication (exposed)."""
+    layers = _stage_layers(model, lay.layout.pp, lay.layout.chunks)
+    b, s, h = lay.micro_batch, model.seq / lay.layout.cp, model.hidden
+    tp_group = _group(cluster, (lay.layout.tp, 1))
+    n_tp = 6 if lay.recompute == "full" else 4
+    tp = layers * n_tp * _time("allreduce", _BF16 * b * s * h, tp_group)
+    cp_group = _group(cluster, (lay.layout.cp, lay.layout.tp))
+    kv = 2 * _BF16 * b * model.seq * max(model.kv_dim // lay.layout.tp, model.hidden // model.heads)  # K and V, whole sequence
+    cp = layers * (_time("allgather", kv, cp_group) + _time("reduce_scatter", kv, cp_group))
+    pp = 0.0
+    if lay.layout.pp > 1:
+        cal, across = calibration(), lay.layout.tp * lay.layout.cp >= cluster.gpus_per_node and cluster.nodes > 1
+        rate = cluster.nic_bandwidth_per_gpu * cal.nic_efficiency if across else cluster.link_bandwidth * cal.ring_efficiency
+        pp = 2 * lay.layout.chunks * _BF16 * b * s * h / lay.layout.tp / rate
+    return tp, cp, pp
+
+
+def _dp_terms(model: Transformer, cluster: GpuCluster, lay: _Plan, microbatches: int) -> tuple:
+    """Seconds per step of the data-parallel collectives (nccl-tests speed) and of the optimizer update."""
+    shard = model.params / (lay.layout.tp * lay.layout.pp)  # parameters of one GPU's model-parallel shard
+    ranks = lay.layout.dp * lay.layout.cp
+    group = _group(cluster, (lay.layout.cp, lay.layout.tp), (lay.layout.dp, lay.layout.tp * lay.layout.cp * lay.layout.pp))
+    n = _BF16 * shard
+    stage = zero_stage(lay.layout.zero)
+    if lay.layout.zero == 0:
+        comm = _time("allreduce", n, group)
+    else:
+        comm = stage.gradient_passes * _time("reduce_scatter", n, group) + stage.weight_passes * _time("allgather", n, group)
+        comm *= microbatches if lay.layout.zero == 3 else 1
+    r = RECIPES[_RECIPE]
+    streamed = r.grads + 2 * (r.master + r.optimizer) + r.weights  # read grads, read/write state, write weights
+    updated = shard / (ranks if lay.layout.zero >= 1 else 1)
+    return comm, updated * streamed / cluster.accelerator.hbm_bandwidth
+
+
+def _terms(model: Transformer, cluster: GpuCluster, global_batch: int, lay: _Plan) -> _Terms:
+    m = global_batch // (lay.layout.dp * lay.micro_batch)
+    at_peak, memory = _compute_terms(model, cluster, lay)
+    tp, cp, pp = _comm_terms(model, cluster, lay)
+    dp, optimizer = _dp_terms(model, cluster, lay, m)
+    return _Terms(microbatches=m, bubble_units=(lay.layout.pp - 1) / lay.layout.chunks, compute_at_peak=at_peak,
+                  memory_at_hbm=memory, tp_comm=tp, cp_comm=cp, pp_comm=pp, dp_comm=dp, optimizer=optimizer)
+
+
+def _breakdown(t: _Terms, c: PlannerConstants) -> dict:
+    m = t.microbatches
+    per_mb = {"compute": t.compute_at_peak / c.matmul_efficiency, "memory_bound": t.memory_at_hbm * c.memory_traffic,
+              "tp_comm": t.tp_comm, "cp_comm": t.cp_comm, "pp_comm": t.pp_comm}
+    out = {name: m * value for name, value in per_mb.items()}
+    out["bubble"] = t.bubble_units * sum(per_mb.values())
+    out["dp_comm"] = c.dp_exposure * t.dp_comm
+    out["optimizer"] = t.optimizer
+    return {name: out[name] for name in BREAKDOWN_TERMS}
+
+
+def _memory(model: Transformer, cluster: GpuCluster, lay: _Plan, microbatches: int) -> dict:
+    """Peak bytes per GPU, by part (the busiest stage's layers, the first stage's microbatches in flight)."""
+    state = zero_state_bytes_per_gpu(model.params / (lay.layout.tp * lay.layout.pp), recipe=_RECIPE, dp=lay.layout.dp * lay.layout.cp,
+                                     stage=lay.layout.zero)
+    mode = "selective" if lay.attention == "flash" and lay.recompute == "none" else lay.recompute
+    args = (round(model.seq / lay.layout.cp), lay.micro_batch, model.hidden, model.heads)
+    kw = {"tp": lay.layout.tp, "sequence_parallel": lay.layout.sequence_parallel, **_layer_shape(model)}
+    per_layer = activation_bytes_per_layer(*args, recompute=mode, **kw)
+    if lay.layout.schedule == "interleaved":
+        in_flight = min(microbatches, lay.layout.pp + (lay.layout.pp - 1) / lay.layout.chunks)
+    else:
+        in_flight = min(microbatches, lay.layout.pp)
+    parts = dict(state.parts())
+    parts["activations"] = per_layer * _stage_layers(model, lay.layout.pp, lay.layout.chunks) * in_flight
+    parts["recompute_buffer"] = (activation_bytes_per_layer(*args, recompute=_traffic_mode(lay), **kw)
+                                 if lay.recompute == "full" else 0.0)
+    return parts
+
+
+def _step(model: Transformer, cluster: GpuCluster, global_batch: int, lay: _Plan, c: PlannerConstants) -> LayoutStep:
+    t = _terms(model, cluster, global_batch, lay)
+    breakdown = _breakdown(t, c)
+    step = sum(breakdown.values())
+    tokens = global_batch * model.seq
+    peak = cluster.p * cluster.accelerator.bf16_flops
+    memory = _memory(model, cluster, lay, t.microbatches)
+    return LayoutStep(layout=replace(lay.layout, microbatches=t.microbatches), recompute=lay.recompute,
+                      micro_batch=lay.micro_batch, attention=lay.attention, global_batch=global_batch,
+                      step_time=step, mfu=model.training_flops_per_token * tokens / (step * peak),
+                      hfu=model.hardware_flops_per_token(lay.recompute) * tokens / (step * peak),
+                      memory_bytes=sum(memory.values()), hbm_bytes=cluster.accelerator.hbm_bytes,
+                      breakdown=breakdown, memory=memory)
+
+
+def _layout(model: Transformer, cluster: GpuCluster, global_batch: int, *, dp, tp, pp, cp, zero, recompute,
+            sequence_parallel, schedule, chunks, micro_batch, attention) -> _Plan:
+    """Check a layout against the model and the cluster; ``chunks``/``micro_batch`` may be ``None``."""
+    dp, tp, pp, cp = (check_int(n, v, minimum=1) for n, v in (("dp", dp), ("tp", tp), ("pp", pp), ("cp", cp)))
+    if dp * tp * pp * cp != cluster.p:
+        raise ValueError(f"dp*tp*pp*cp must equal the cluster's {cluster.p} GPUs, got {dp}*{tp}*{pp}*{cp} = "
+                         f"{dp * tp * pp * cp}")
+    if model.heads % tp:
+        raise ValueError(f"tp must divide the model's {model.heads} heads, got {tp}")
+    if pp > model.layers:
+        raise ValueError(f"pp must be at most the model's {model.layers} layers, got {pp}")
+    if model.seq % cp:
+        raise ValueError(f"cp must divide the sequence length {model.seq}, got {cp}")
+    if global_batch % dp:
+        raise ValueError(f"global_batch must be a multiple of dp ({dp}), got {global_batch}")
+    schedule = check_choice("schedule", schedule, LAYOUT_SCHEDULES)
+    if chunks is not None:
+        chunks = check_int("chunks", chunks, minimum=2 if schedule == "interleaved" else 1,
+                           maximum=max(1, model.layers // pp) if schedule == "interleaved" else 1)
+    if micro_batch is not None:
+        micro_batch = check_int("micro_batch", micro_batch, minimum=1)
+        if (global_batch // dp) % micro_batch:
+            raise ValueError(f"micro_batch must divide global_batch/dp = {global_batch // dp}, got {micro_batch}")
+    layout = Layout(dp=dp, tp=tp, pp=pp, cp=cp, zero=zero_stage(zero).stage, schedule=schedule, chunks=chunks,
+                    sequence_parallel=check_bool("sequence_parallel", sequence_parallel) and tp > 1, microbatches=None)
+    return _Plan(layout=layout, recompute=check_choice("recompute", recompute, RECOMPUTE_MODES), micro_batch=micro_batch,
+                 attention=check_choice("attention", attention, ATTENTION_KERNELS))
+
+
+def _choices(model: Transformer, global_batch: int, lay: _Plan) -> list:
+    """Every (chunks, micro_batch) a practitioner would try for a layout, or the ones given."""
+    per_dp = global_batch // lay.layout.dp
+    sizes = [lay.micro_batch] if lay.micro_batch else [b for b in (1, 2, 4, 8, 16) if per_dp % b == 0]
+    if lay.layout.chunks:
+        chunks = [lay.layout.chunks]
+    elif lay.layout.schedule == "interleaved" and lay.layout.pp > 1:
+        chunks = [v for v in (2, 3, 4, 6, 8) if lay.layout.pp * v <= model.layers]
+    else:
+        chunks = [1]
+    return [replace(lay, layout=replace(lay.layout, chunks=v, microbatches=per_dp // b), micro_batch=b)
+            for v in (chunks or [1]) for b in sizes]
+
+
+def _best(steps: list) -> LayoutStep:
+    fitting = [s for s in steps if s.fits]
+    return min(fitting, key=lambda s: s.step_time) if fitting else min(steps, key=lambda s: s.memory_bytes)
+
+
+def layout_step(model, cluster, *, global_batch, dp, tp, pp, cp=1, zero=0, recompute="selective",
+                sequence_parallel=True, schedule="1f1b", chunks=None, micro_batch=None, attention="materialized",
+                constants=None) -> LayoutStep:
+    """One training step of ``model`` on ``cluster`` in one layout, every term named (chapter "Choosing a layout").
+
+    Parameters
+    ----------
+    model : Transformer
+        From :func:`distlib.transformer`.
+    cluster : GpuCluster
+        From :func:`distlib.gpu_cluster`, ``dp * tp * pp * cp`` GPUs in all.
+    global_batch : int
+        Sequences of ``model.seq`` tokens per step (a multiple of ``dp``).
+    dp, tp, pp, cp : int
+        Data-, tensor-, pipeline- and context-parallel degrees (>= 1; ``tp``
+        divides the heads, ``cp`` the sequence, ``pp`` at most the layers).
+    zero : int
+        ZeRO stage over the ``dp * cp`` ranks, 0 to 3.
+    recompute : {"none", "selective", "full"}
+    sequence_parallel : bool
+        Megatron's sequence parallelism (ignored when ``tp == 1``).
+    schedule : {"1f1b", "interleaved"}
+    chunks, micro_batch : int, optional
+        Model chunks per stage (interleaved: >= 2) and sequences per
+        microbatch; ``None`` picks the fastest that fits (the smallest
+        footprint if none does).
+    attention : {"materialized", "flash"}
+        Whether the attention scores go through HBM (before FlashAttention) or not.
+    constants : PlannerConstants, optional
+        Default :func:`planner_constants`.
+
+    Returns
+    -------
+    LayoutStep
+        ``.step_time`` (s), ``.mfu``, ``.hfu``, ``.memory_bytes``, ``.fits``,
+        ``.micro_batch``, ``.chunks`` and ``.breakdown`` (named seconds that
+        add up to ``.step_time``).
+
+    Raises
+    ------
+    ValueError, TypeError
+        A bad argument, named with its range.
+
+    Examples
+    --------
+    GPT-3 175B on 1,024 A100s in plain data parallelism: 16 bytes a parameter
+    alone are 2.8 TB a GPU, so it does not fit; Megatron's TP 8 x PP 8 does.
+
+    >>> gpt3 = transformer(96, 12288, 96, seq=2048, vocab=51200)
+    >>> selene = gpu_cluster(128, accelerator="A100", nic_bandwidth=8 * 25e9)
+    >>> layout_step(gpt3, selene, global_batch=1024, dp=1024, tp=1, pp=1).fits
+    False
+    >>> r = layout_step(gpt3, selene, global_batch=1024, dp=16, tp=8, pp=8, schedule="interleaved")
+    >>> r.fits, math.isclose(sum(r.breakdown.values()), r.step_time), r.hfu > r.mfu
+    (True, True, True)
+    """
+    if not isinstance(model, Transformer):
+        raise TypeError(f"model must be a Transformer from distlib.transformer(...), got {type(model).__name__}")
+    if not isinstance(cluster, GpuCluster):
+        raise TypeError(f"cluster must be a GpuCluster from distlib.gpu_cluster(...), got {type(cluster).__name__}")
+    global_batch = check_int("global_batch", global_batch, minimum=1)
+    lay = _layout(model, cluster, global_batch, dp=dp, tp=tp, pp=pp, cp=cp, zero=zero, recompute=recompute,
+                  sequence_parallel=sequence_parallel, schedule=schedule, chunks=chunks, micro_batch=micro_batch,
+                  attention=attention)
+    if constants is None:
+        constants = planner_constants()
+    elif not isinstance(constants, PlannerConstants):
+        raise TypeError(f"constants must be PlannerConstants or None, got {type(constants).__name__}")
+    return _best([_step(model, cluster, global_batch, c, constants) for c in _choices(model, global_batch, lay)])
+
+
+_FIXED = ("dp", "tp", "pp", "cp", "zero", "recompute", "sequence_parallel", "schedule", "chunks", "micro_batch",
+          "attention", "constants")
+
+
+def _divisors(n: int) -> list:
+    return [d for d in range(1, n + 1) if n % d == 0]
+
+
+def _degrees(model: Transformer, cluster: GpuCluster, global_batch: int, fixed: dict):
+    """Every (dp, tp, pp, cp) of the cluster that the model and the batch allow, within ``fixed``."""
+    p = cluster.p
+    tps = [t for t in _divisors(cluster.gpus_per_node) if model.heads % t == 0]
+    cps = [c for c in (1, 2, 4, 8, 16) if model.seq % c == 0 and (c == 1 or model.seq // c >= MIN_CP_TOKENS)]
+    for tp in [fixed["tp"]] if "tp" in fixed else tps:
+        for cp in [fixed["cp"]] if "cp" in fixed else cps:
+            if p % (tp * cp):
+                continue
+            pps = [q for q in _divisors(p // (tp * cp)) if q <= model.layers]
+            for pp in [fixed["pp"]] if "pp" in fixed else pps:
+                dp, left = divmod(p, tp * cp * pp)
+                if not left and dp == fixed.get("dp", dp) and global_batch % dp == 0:
+                    yield dp, tp, pp, cp
+
+
+def plan_layouts(model, cluster, *, global_batch, **fixed) -> list:
+    """Every layout of ``model`` on ``cluster`` that fits, fastest first (chapter "Choosing a layout").
+
+    Enumerates ``dp x tp x pp x cp`` (TP within a node, dividing the heads;
+    CP 2 to 16 only while each GPU keeps :data:`MIN_CP_TOKENS` tokens), ZeRO stage, recomputation, sequence parallelism, schedule,
+    then chunks and microbatch size as :func:`layout_step` picks them.
+
+    Parameters
+    ----------
+    model, cluster, global_batch
+        As for :func:`layout_step`.
+    **fixed
+        Any of ``dp``, ``tp``, ``pp``, ``cp``, ``zero``, ``recompute``,
+        ``sequence_parallel``, ``schedule``, ``chunks``, ``micro_batch``,
+        ``attention`` and ``constants``: held at that value.
+
+    Returns
+    -------
+    list of LayoutStep
+        The layouts that fit, sorted by ``step_time``.
+
+    Raises
+    ------
+    TypeError
+        A keyword that is not one of the above.
+
+    Examples
+    --------
+    >>> gpt3 = transformer(96, 12288, 96, seq=2048, vocab=51200)
+    >>> selene = gpu_cluster(48, accelerator="A100", nic_bandwidth=8 * 25e9)
+    >>> plans = plan_layouts(gpt3, selene, global_batch=1536, zero=0, recompute="full", sequence_parallel=False)
+    >>> all(r.fits for r in plans), plans[0].step_time <= plans[-1].step_time, {r.layout.zero for r in plans}
+    (True, True, {0})
+    """
+    unknown = sorted(set(fixed) - set(_FIXED))
+    if unknown:
+        raise TypeError(f"plan_layouts got unexpected keyword(s) {', '.join(unknown)}; fixed may hold {', '.join(_FIXED)}")
+    if not isinstance(model, Transformer) or not isinstance(cluster, GpuCluster):
+        layout_step(model, cluster, global_batch=global_batch, dp=1, tp=1, pp=1)  # raises, naming the argument
+    global_batch = check_int("global_batch", global_batch, minimum=1)
+    for name in ("dp", "tp", "pp", "cp"):
+        if name in fixed:
+            fixed[name] = check_int(name, fixed[name], minimum=1)
+    options = {
+        "zero": [fixed["zero"]] if "zero" in fixed else list(range(4)),
+        "recompute": [fixed["recompute"]] if "recompute" in fixed else list(RECOMPUTE_MODES),
+        "schedule": [fixed["schedule"]] if "schedule" in fixed else list(LAYOUT_SCHEDULES),
+    }
+    rest = {k: fixed[k] for k in ("chunks", "micro_batch", "attention", "constants") if k in fixed}
+    out = []
+    for dp, tp, pp, cp in _degrees(model, cluster, global_batch, fixed):
+        sps = [fixed["sequence_parallel"]] if "sequence_parallel" in fixed else ([True, False] if tp > 1 else [False])
+        for zero in options["zero"]:
+            for recompute in options["recompute"]:
+                for schedule in options["schedule"]:
+                    if schedule == "interleaved" and pp == 1:
+                        continue
+                    for sp in sps:
+                        r = layout_step(model, cluster, global_batch=global_batch, dp=dp, tp=tp, pp=pp, cp=cp,
+                                        zero=zero, recompute=recompute, sequence_parallel=sp, schedule=schedule, **rest)
+                        if r.fits:
+                            out.append(r)
+    return sorted(out, key=lambda r: r.step_time)
+
+
+def published_model(row) -> Transformer:
+    """The :class:`Transformer` of a :class:`~distlib.planner.published.PublishedLayout` row.
+
+    Parameters
+    ----------
+    row : PublishedLayout
+        From :func:`distlib.published_layouts`.
+
+    Returns
+    -------
+    Transformer
+
+    Examples
+    --------
+    >>> from distlib.planner.published import published_layouts
+    >>> rows = {r.id: r for r in published_layouts()}
+    >>> round(published_model(rows["bloom_176b"]).params / 1e6)   # the BLOOM paper's 176,247M
+    176247
+    """
+    return transformer(row.layers, row.hidden, row.heads, seq=row.seq, vocab=row.vocab, ffn_hidden=row.ffn_hidden,
+                       kv_heads=row.kv_heads, gated_ffn=row.gated_ffn, biases=row.biases,
+                       tied_embeddings=row.tied_embeddings, learned_positions=row.learned_positions)
+
+
+def published_cluster(row) -> GpuCluster:
+    """The :class:`GpuCluster` of a published row (eight GPUs a node, the row's NIC rate per node).
+
+    Examples
+    --------
+    >>> from distlib.planner.published import published_layouts
+    >>> rows = {r.id: r for r in published_layouts()}
+    >>> c = published_cluster(rows["megatron2021_t1_1008.0b"])
+    >>> c.p, c.accelerator.name, c.nic_bandwidth / 1e9    # Selene: 8 x 200 Gb/s HDR a node
+    (3072, 'A100', 200.0)
+    """
+    nic = gbit_to_bytes_per_s(row.nic_gbit_per_node) if row.nodes > 1 else None
+    return gpu_cluster(row.nodes, accelerator=row.accelerator, nic_bandwidth=nic, nics=row.nics, network=row.network)
+
+
+def _row_layout(row) -> dict:
+    return {"dp": row.dp, "tp": row.tp, "pp": row.pp, "cp": row.cp, "zero": row.zero, "recompute": row.recompute,
+            "sequence_parallel": row.sequence_parallel, "schedule": row.schedule, "chunks": row.chunks,
+            "micro_batch": row.micro_batch, "attention": row.attention}
+
+
+def published_step(row, *, constants=None) -> LayoutStep:
+    """The planner's step for a published row; what the row leaves empty, the planner picks (fastest that fits).
+
+    Parameters
+    ----------
+    row : PublishedLayout
+    constants : PlannerConstants, optional
+        Default :func:`planner_constants`.
+
+    Returns
+    -------
+    LayoutStep
+
+    Raises
+    ------
+    ValueError
+        When no layout the row allows fits the memory model.
+
+    Examples
+    --------
+    >>> from distlib.planner.published import published_layouts
+    >>> rows = {r.id: r for r in published_layouts()}
+    >>> s = published_step(rows["korthikanti2022_22b"])   # a fit row: its printed MFU by construction
+    >>> round(s.mfu, 3), s.fits
+    (0.415, True)
+    """
+    model, cluster = published_model(row), published_cluster(row)
+    given = {k: v for k, v in _row_layout(row).items() if v is not None}
+    if constants is not None:
+        given["constants"] = constants
+    if all(k in given for k in ("tp", "pp", "recompute")):
+        return layout_step(model, cluster, global_batch=row.global_batch, **given)
+    plans = plan_layouts(model, cluster, global_batch=row.global_batch, **given)
+    if not plans:
+        raise ValueError(f"no layout of {row.id} fits the planner's memory model")
+    return plans[0]
+
+
+def _published_seconds(row) -> float:
+    """The step time a row's printed utilization implies, in the planner's FLOP count."""
+    model = published_model(row)
+    per_token = model.training_flops_per_token if row.metric == "mfu" else model.hardware_flops_per_token(row.recompute)
+    peak = row.nodes * 8 * published_cluster(row).accelerator.bf16_flops
+    return per_token * row.global_batch * row.seq / (row.printed * peak)
+
+
+def _row_terms(row) -> _Terms:
+    model, cluster = published_model(row), published_cluster(row)
+    lay = _layout(model, cluster, row.global_batch, **_row_layout(row))
+    return _terms(model, cluster, row.global_batch, lay)
+
+
+@lru_cache(maxsize=None)
+def planner_constants() -> PlannerConstants:
+    """Fit the planner's three constants on the ``fit`` rows of the published layouts.
+
+    ``matmul_efficiency`` and ``memory_traffic`` make Korthikanti et al.'s
+    22B (one node, TP 8) and 1T (TP 8 x PP 64) steps take exactly as long as
+    their printed MFU says (two linear equations in ``1 / matmul_efficiency``
+    and ``memory_traffic``); ``dp_exposure`` then makes their 530B run at
+    8-way data parallelism do the same.
+
+    Examples
+    --------
+    >>> c = planner_constants()
+    >>> 0 < c.matmul_efficiency < 1, c.memory_traffic > 0, c.dp_exposure > 0
+    (True, True, True)
+    >>> c.sources["dp_exposure"]
+    ('korthikanti2022_530b_dp8',)
+    """
+    rows = {r.id: r for r in published_layouts() if r.role == "fit"}
+    pair = [rows["korthikanti2022_22b"], rows["korthikanti2022_1t"]]
+    eqs = []
+    for row in pair:  # T = (m + bubble) (x C + k M + R) + optimizer, with x = 1 / matmul_efficiency
+        t = _row_terms(row)
+        n = t.microbatches + t.bubble_units
+        eqs.append((n * t.compute_at_peak, n * t.memory_at_hbm,
+                    _published_seconds(row) - n * (t.tp_comm + t.cp_comm + t.pp_comm) - t.optimizer - t.dp_comm * 0))
+    (a, b, e), (c, d, f) = eqs
+    det = a * d - b * c
+    x, k = (e * d - b * f) / det, (a * f - e * c) / det
+    row = rows["korthikanti2022_530b_dp8"]
+    base = PlannerConstants(matmul_efficiency=1 / x, memory_traffic=k, dp_exposure=0.0)
+    t = _row_terms(row)
+    rest = sum(_breakdown(t, base).values())
+    exposure = (_published_seconds(row) - rest) / t.dp_comm
+    return PlannerConstants(matmul_efficiency=1 / x, memory_traffic=k, dp_exposure=exposure, sources={
+        "matmul_efficiency": tuple(r.id for r in pair), "memory_traffic": tuple(r.id for r in pair),
+        "dp_exposure": (row.id,)})
