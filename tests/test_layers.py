@@ -56,7 +56,7 @@ MODEL_MODULES = {
     # the trainer's model, data, optimizer and typed results (python -m distlib.train launches; these compute)
     "distlib.train.model", "distlib.train.data", "distlib.train.adam", "distlib.train.results",
     # the pipeline's microbatch arithmetic and reference, its stages and its typed results
-    "distlib.train.microbatches", "distlib.train.stages", "distlib.train.pipeline_results", "distlib.layout",
+    "distlib.train.microbatches", "distlib.train.pipeline_parallel", "distlib.layout",
 }
 #: Top-level modules and packages that start processes (the benchmark, the mini cluster): not models.
 LAUNCHERS = {"distlib.bench", "distlib.minicluster", "distlib.run",  # distlib.run: python -m distlib.run

@@ -28,7 +28,8 @@ from distlib.engines.comm import run_threads
 from distlib.train.__main__ import main
 from distlib.train.data import GLOBAL_BATCH, global_batch
 from distlib.train.model import Config, init_units, loss_and_grads, unit_specs
-from distlib.train.worker import train_rank
+from distlib.layout import Layout
+from distlib.train.rank import train_rank
 from distlib.walls import zero_stage
 from conftest import NO_MPI, have_mpi, needs_mpi
 
@@ -93,7 +94,7 @@ def test_a_wrong_gradient_would_be_caught():
 
 def test_one_process_learns_and_repeats_itself():
     def run():
-        return run_threads(lambda c: train_rank(c, dp=1, tp=1, zero=0, steps=15, seed=SEED), 1, timeout=60)[0]
+        return run_threads(lambda c: train_rank(c, Layout(), steps=15, seed=SEED), 1, timeout=60)[0]
 
     first, again = run(), run()
     assert first.losses == again.losses and first.checksum_part == again.checksum_part  # deterministic
@@ -101,11 +102,13 @@ def test_one_process_learns_and_repeats_itself():
     assert first.comm_bytes == 0 and first.state_bytes == 4 * 8 * N  # weights, gradient, Adam's m and v
 
 
-def test_a_rank_refuses_a_world_that_is_not_dp_times_tp():
-    with pytest.raises(ValueError, match=r"dp \* tp must be the number of ranks of comm \(2\), got 2 \* 2"):
-        run_threads(lambda c: train_rank(c, dp=2, tp=2, zero=0, steps=1, seed=0), 2, timeout=10)
-    with pytest.raises(ValueError, match=r"zero must be an integer in \[0, 3\], got 4"):
-        run_threads(lambda c: train_rank(c, dp=1, tp=1, zero=4, steps=1, seed=0), 1, timeout=10)
+def test_a_rank_refuses_a_world_that_is_not_the_layouts():
+    with pytest.raises(ValueError, match=r"the layout's 4 ranks \(dp 2 x tp 2, zero 0\) must be the ranks of comm \(2\)"):
+        run_threads(lambda c: train_rank(c, Layout(dp=2, tp=2), steps=1, seed=0), 2, timeout=10)
+    with pytest.raises(ValueError, match=r"--tp must divide heads"):
+        run_threads(lambda c: train_rank(c, Layout(tp=3), steps=1, seed=0), 3, timeout=10)
+    with pytest.raises(TypeError, match=r"layout must be a distlib.layout.Layout"):
+        run_threads(lambda c: train_rank(c, dict(dp=1), steps=1, seed=0), 1, timeout=10)
 
 
 def test_the_global_batch_splits_or_is_refused():
@@ -134,7 +137,7 @@ CLI_LAYOUT = (2, 2, 0)  # run through the command line, --json
 @pytest.fixture(scope="module")
 def reference():
     """One process, in this process: what every layout must reproduce."""
-    report = run_threads(lambda c: train_rank(c, dp=1, tp=1, zero=0, steps=STEPS, seed=SEED), 1, timeout=60)[0]
+    report = run_threads(lambda c: train_rank(c, Layout(), steps=STEPS, seed=SEED), 1, timeout=60)[0]
     return report.losses, report.checksum_part
 
 
@@ -150,7 +153,7 @@ def runs():
     out = {}
     for layout in LAYOUTS:
         dp, tp, zero = layout[:3]
-        result = train(dp=dp, tp=tp, zero=zero, steps=STEPS, seed=SEED, timeout=60, sp="sp" in layout)
+        result = train(dp=dp, tp=tp, zero=zero, steps=STEPS, seed=SEED, timeout=60, sequence_parallel="sp" in layout)
         assert stray_processes(result.run_id) == []
         out[layout] = result
     dp, tp, zero = CLI_LAYOUT
@@ -163,7 +166,7 @@ def runs():
     body = json.loads(lines[0])
     assert list(body) == ["losses", "param_checksum", "state_bytes", "comm_bytes", "step_seconds"]
     assert f"step {STEPS}/{STEPS}" in cli.stderr  # progress on stderr
-    out[CLI_LAYOUT] = TrainResult(dp=dp, tp=tp, zero=zero, seed=SEED, **body)
+    out[CLI_LAYOUT] = TrainResult(layout=Layout(dp=dp, tp=tp, zero=zero), seed=SEED, **body)
     return out
 
 
@@ -249,7 +252,7 @@ def _block_counts(tp: int, sp: bool) -> tuple:
     from distlib.engines.algorithms import allreduce
     from distlib.engines.comm import CountingComm
     from distlib.train.model import backward_unit, forward_unit, shard_unit
-    from distlib.train.sequence import SequenceParallel
+    from distlib.train.sequence_parallel import SequenceParallel
 
     config = Config(layers=1)
     full, units = unit_specs(config), init_units(config, 0)
@@ -285,7 +288,7 @@ def test_a_step_of_sequence_parallelism_counts_its_collectives_and_matches_one_p
 
     def rank(comm, sp):
         counted, seen = CountingComm(comm), []
-        report = train_rank(counted, dp=1, tp=2, zero=0, steps=2, seed=SEED, sp=sp,
+        report = train_rank(counted, Layout(tp=2, sequence_parallel=sp), steps=2, seed=SEED,
                             say=lambda _line: seen.append(dict(counted.collectives)))  # fmt: skip
         return report.losses, seen
 
@@ -344,12 +347,12 @@ BAD = [
 
 
 def test_sp_needs_tp_to_divide_the_sequence():
-    from distlib.train.launch import layout_problem
+    from distlib.train.launch import run_problem
 
-    flags = dict(dp=1, pp=1, zero=0, steps=1, seed=0, engine="mpi", timeout=60.0, sp=True, max_ranks=8)
-    assert layout_problem(tp=4, config=Config(seq=6), **flags) == (
+    flags = dict(steps=1, seed=0, engine="mpi", timeout=60.0, sequence_parallel=True, max_ranks=8)
+    assert run_problem(tp=4, config=Config(seq=6), **flags) == (
         "--sp needs --tp to divide the sequence of 6 tokens: one of 2; got 4")
-    assert layout_problem(tp=2, config=Config(seq=6), **flags) is None
+    assert run_problem(tp=2, config=Config(seq=6), **flags) is None
 
 
 @pytest.mark.parametrize("argv, text", BAD)
@@ -492,7 +495,7 @@ def test_layouts_across_two_nodes_reproduce_one_process_and_their_bytes_cross_th
 @pytest.mark.engines
 @needs_mpi
 def test_nodes_without_root_is_one_line_and_leaves_nothing(monkeypatch, capsys):
-    import distlib.minicluster as mc
+    import distlib.minicluster.cluster as mc
 
     monkeypatch.setattr(mc.os, "geteuid", lambda: 1000)
     assert main(["--tp", "2", "--nodes", "2"]) == 2

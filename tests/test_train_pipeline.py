@@ -31,9 +31,9 @@ from distlib.train.__main__ import main
 from distlib.train.data import GLOBAL_BATCH
 from distlib.train.microbatches import accumulate_run
 from distlib.train.model import Config
-from distlib.train.pipeline import train_stage_rank
-from distlib.train.stages import stage_ops
-from distlib.train.worker import train_rank
+from distlib.layout import Layout
+from distlib.train.pipeline_parallel import stage_ops
+from distlib.train.rank import train_rank
 from conftest import NO_MPI, have_mpi, needs_mpi
 from test_train import kill_rank_mid_run  # the trainer's kill-mid-run check
 
@@ -62,7 +62,7 @@ def _rel(a, b) -> float:
 
 
 def test_the_reference_is_the_whole_batch_to_rounding():
-    one = run_threads(lambda c: train_rank(c, dp=1, tp=1, zero=0, steps=STEPS, seed=SEED), 1, timeout=60)[0]
+    one = run_threads(lambda c: train_rank(c, Layout(), steps=STEPS, seed=SEED), 1, timeout=60)[0]
     whole = accumulate_run(microbatches=1, steps=STEPS, seed=SEED)
     assert whole[0] == one.losses  # one microbatch is the one-process run, bit for bit
     for m in (2, 4, 12):
@@ -75,17 +75,16 @@ def test_the_reference_is_the_whole_batch_to_rounding():
 
 def test_stages_on_threads_match_the_reference_and_refuse_what_they_cannot_run():
     def run(comm):
-        return train_stage_rank(comm, dp=1, tp=1, pp=4, zero=0, steps=2, seed=SEED, schedule="interleaved", chunks=2,
-                                microbatches=4)  # fmt: skip
+        return train_rank(comm, Layout(pp=4, schedule="interleaved", chunks=2, microbatches=4), steps=2, seed=SEED)
 
     reports = run_threads(run, 4, timeout=60)
     losses, checksum = accumulate_run(microbatches=4, steps=2, seed=SEED)
     assert max(_rel(a, b) for a, b in zip(reports[0].losses, losses)) < TOL
     assert _rel(math.fsum(r.checksum_part for r in reports), checksum) < TOL
-    with pytest.raises(ValueError, match=r"zero must be 0 or 1 with pipeline stages"):
-        run_threads(lambda c: train_stage_rank(c, dp=1, tp=1, pp=2, zero=2, steps=1, seed=0), 2, timeout=10)
-    with pytest.raises(ValueError, match=r"dp \* tp \* pp must be the number of ranks of comm \(2\), got 1 \* 1 \* 4"):
-        run_threads(lambda c: train_stage_rank(c, dp=1, tp=1, pp=4, zero=0, steps=1, seed=0), 2, timeout=10)
+    with pytest.raises(ValueError, match=r"--zero 2 with pipeline stages: ZeRO-2 and 3 shard the gradient"):
+        run_threads(lambda c: train_rank(c, Layout(pp=2, zero=2), steps=1, seed=0), 2, timeout=10)
+    with pytest.raises(ValueError, match=r"the layout's 4 ranks \(.*\) must be the ranks of comm \(2\)"):
+        run_threads(lambda c: train_rank(c, Layout(pp=4), steps=1, seed=0), 2, timeout=10)
 
 
 # ---------------------------------------------------------------------------
@@ -113,7 +112,7 @@ def runs():
     for layout in [*LAYOUTS, SP_LAYOUT]:
         dp, tp, pp, schedule, chunks, m, zero = layout[:7]
         result = train(dp=dp, tp=tp, pp=pp, zero=zero, steps=STEPS, seed=SEED, timeout=60, schedule=schedule,
-                       chunks=chunks, microbatches=m, sp="sp" in layout)  # fmt: skip
+                       chunks=chunks, microbatches=m, sequence_parallel="sp" in layout)  # fmt: skip
         assert stray_processes(result.run_id) == []
         out[layout] = result
     dp, tp, pp, schedule, chunks, m, zero = CLI_LAYOUT

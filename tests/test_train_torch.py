@@ -27,7 +27,8 @@ from distlib.engines import stray_processes  # noqa: E402
 from distlib.engines.comm import run_threads  # noqa: E402
 from distlib.train.model import Config  # noqa: E402
 from distlib.train.results import TrainResult  # noqa: E402
-from distlib.train.worker import train_rank  # noqa: E402
+from distlib.layout import Layout  # noqa: E402
+from distlib.train.rank import train_rank  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 STEPS = 3
@@ -57,7 +58,7 @@ def _rel(a, b) -> float:
 @pytest.fixture(scope="module")
 def reference():
     """One process, in this process (NumPy): what every run must reproduce."""
-    report = run_threads(lambda c: train_rank(c, dp=1, tp=1, zero=0, steps=STEPS, seed=SEED), 1, timeout=60)[0]
+    report = run_threads(lambda c: train_rank(c, Layout(), steps=STEPS, seed=SEED), 1, timeout=60)[0]
     return report.losses, report.checksum_part
 
 
@@ -69,7 +70,7 @@ def _cli(dp: int, tp: int, zero: int) -> TrainResult:
     assert cli.returncode == 0, cli.stderr
     assert "torch.distributed (gloo) ranks" in cli.stderr and f"step {STEPS}/{STEPS}" in cli.stderr
     (line,) = cli.stdout.splitlines()  # one JSON object, nothing else on stdout
-    return TrainResult(dp=dp, tp=tp, zero=zero, seed=SEED, **json.loads(line))
+    return TrainResult(layout=Layout(dp=dp, tp=tp, zero=zero), seed=SEED, **json.loads(line))
 
 
 @pytest.fixture(scope="module")
@@ -88,7 +89,7 @@ def runs():
                 continue
             dp, tp, zero = layout[:3]
             result = train(dp=dp, tp=tp, zero=zero, steps=STEPS, seed=SEED, engine=engine, timeout=120,
-                           sp="sp" in layout)  # fmt: skip
+                           sequence_parallel="sp" in layout)  # fmt: skip
             assert stray_processes(result.run_id) == []
             out[engine, *layout] = result
     return out

@@ -5,18 +5,22 @@
     python -m distlib.train --dp 2 --tp 2 --zero 1 --steps 5 --seed 0 --engine mpi --json
     python -m distlib.train --tp 2 --sp --steps 5 --json      # sequence parallelism
 
-It checks every flag before starting anything (a bad one: one line naming
-it and its range, exit status 2), starts ``dp * tp * pp`` ranks itself
-(:func:`distlib.train.launch.train`), shows rank 0's progress on stderr,
-and with ``--json`` prints one JSON object: ``losses``, ``param_checksum``,
-``state_bytes``, ``comm_bytes``, ``step_seconds``
-(:meth:`distlib.train.results.TrainResult.to_json`); with pipeline stages
-(``--pp P --schedule gpipe|1f1b|interleaved --chunks V --microbatches M``)
-also each stage's ``idle_seconds`` and ``busy_seconds`` and the measured
-and predicted bubble (:class:`distlib.train.pipeline_results.PipelineResult`).
-``--engine gloo`` runs the same ranks on torch.distributed
-(:mod:`distlib.train.gloo`), pipeline stages included (their activations
-and gradients through torch.distributed's point-to-point calls)::
+The layout's flags are :class:`distlib.layout.Layout`'s
+(:meth:`~distlib.layout.Layout.add_arguments`, the definition the ranks
+parse too); the model's size has flags of its own (``--hidden``,
+``--layers``, ``--seq``, ``--heads``, ``--vocab``, ``--batch``; the book's
+small model by default). It checks every flag before starting anything (a
+bad one: one line naming it and its range, exit status 2), starts the
+layout's ranks itself (:func:`distlib.train.launch.train`), shows rank 0's
+progress on stderr, and with ``--json`` prints one JSON object:
+``losses``, ``param_checksum``, ``state_bytes``, ``comm_bytes``,
+``step_seconds`` (:meth:`distlib.train.results.TrainResult.to_json`); with
+pipeline stages (``--pp P --schedule gpipe|1f1b|interleaved --chunks V
+--microbatches M``) also each stage's ``idle_seconds`` and ``busy_seconds``
+and the measured and predicted bubble. ``--engine gloo`` runs the same
+rank program on torch.distributed (:mod:`distlib.train.rank`), pipeline
+stages included (their activations and gradients through
+torch.distributed's point-to-point calls)::
 
     python -m distlib.train --pp 2 --schedule 1f1b --microbatches 4 --steps 5 --engine gloo --json
 """
@@ -27,7 +31,11 @@ import argparse
 import json
 import sys
 
+from dataclasses import fields
+
+from distlib.layout import Layout
 from distlib.train.launch import ENGINES, train
+from distlib.train.model import Config
 
 __all__ = ["main"]
 
@@ -45,26 +53,17 @@ class _Parser(argparse.ArgumentParser):
 
 def _parser() -> argparse.ArgumentParser:
     parser = _Parser(prog=PROG, description="Train the book's small transformer with a parallel layout on real ranks.")
-    parser.add_argument("--dp", type=int, default=1, help="data-parallel ranks (default 1)")
-    parser.add_argument("--tp", type=int, default=1, help="tensor-parallel ranks (default 1)")
-    parser.add_argument("--pp", type=int, default=1, help="pipeline stages (default 1)")
-    parser.add_argument("--schedule", default="1f1b",
-                        help="pipeline schedule: gpipe, 1f1b or interleaved (default 1f1b)")
-    parser.add_argument("--chunks", type=int, default=1, help="model chunks per stage, interleaved only (default 1)")
-    parser.add_argument("--microbatches", type=int, default=None,
-                        help="microbatches per replica and step (default: --pp)")
-    parser.add_argument("--sp", action="store_true",
-                        help="sequence parallelism over the --tp ranks (Megatron-LM's --sequence-parallel): the "
-                             "norms and residuals cut along the sequence, all-gathers and reduce-scatters in place "
-                             "of tensor parallelism's all-reduces; --tp above 1")
-    parser.add_argument("--zero", type=int, default=0, help="ZeRO stage 0 (DDP), 1, 2 or 3 (default 0)")
+    Layout.add_arguments(parser)  # the layout's flags: the one definition the ranks parse too
     parser.add_argument("--steps", type=int, default=10, help="training steps (default 10)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the parameters and the data (default 0)")
     parser.add_argument("--engine", default="mpi",
                         help=f"one of {', '.join(ENGINES)} (default mpi; gloo: the same ranks on torch.distributed)")
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds before the run is stopped (default 300)")
     parser.add_argument("--ranks", type=int, default=None,
-                        help="the number of ranks, a check: it must equal --dp times --tp times --pp")
+                        help="the number of ranks, a check: it must equal the layout's (--dp times --tp times --pp)")
+    for f in fields(Config):  # the model's size (the book's small model by default)
+        parser.add_argument(f"--{f.name}", dest=f"config_{f.name}", type=int, default=f.default,
+                            help=f"the model's {f.name} (default {f.default})")
     # A cluster on one machine (distlib.minicluster; chapter "A cluster on one machine").
     parser.add_argument("--nodes", type=int, default=None,
                         help="run across a fresh mini cluster of this many nodes (root only); the ranks are spread "
@@ -76,9 +75,9 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _table(result) -> str:
-    pp = f" x pp {result.pp}" if hasattr(result, "pp") else ""
-    lines = [f"dp {result.dp}{pp} x tp {result.tp}, zero {result.zero}, seed {result.seed}: "
-             f"{len(result.state_bytes)} ranks"]  # fmt: skip
+    lay = result.layout
+    pp = f" x pp {lay.pp}" if lay.is_pipeline else ""
+    lines = [f"dp {lay.dp}{pp} x tp {lay.tp}, zero {lay.zero}, seed {result.seed}: {len(result.state_bytes)} ranks"]
     lines += [f"step {i + 1}: loss {loss:.6f}, {sec * 1e3:.1f} ms (slowest rank)"
               for i, (loss, sec) in enumerate(zip(result.losses, result.step_seconds))]  # fmt: skip
     lines.append(f"param_checksum {result.param_checksum:.12g}")
@@ -89,39 +88,17 @@ def _table(result) -> str:
     return "\n".join(lines)
 
 
-def _pipeline_flags(ns) -> dict:
-    """The pipeline's flags as :func:`~distlib.train.launch.train` takes them (``--microbatches``: ``--pp``)."""
-    microbatches = ns.pp if ns.microbatches is None else ns.microbatches
-    return dict(schedule=ns.schedule, chunks=ns.chunks, microbatches=microbatches)
-
-
-def _layout_words(flags: dict) -> str:
-    """The layout, for the starting line.
-
-    >>> _layout_words(dict(dp=1, tp=2, zero=0, pp=1, microbatches=1, sp=True))
-    'dp 1 x tp 2 with sequence parallelism, zero 0'
-    """
-    sp = " with sequence parallelism" if flags.get("sp") else ""
-    words = f"dp {flags['dp']} x tp {flags['tp']}{sp}, zero {flags['zero']}"
-    if flags["pp"] > 1 or flags["microbatches"] != 1:
-        words = (f"dp {flags['dp']} x pp {flags['pp']} x tp {flags['tp']}{sp}, zero {flags['zero']}, "
-                 f"{flags['schedule']}, {flags['microbatches']} microbatches")  # fmt: skip
-        words += f", {flags['chunks']} chunks" if flags["schedule"] == "interleaved" else ""
-    return words
-
-
-def _where_words(flags: dict) -> str:
+def _where_words(layout: Layout, nodes, link_gbit) -> str:
     """Where the ranks run, for the starting line: nothing on one machine; the nodes and links of a mini cluster."""
     from distlib.engines.launch import link_words
     from distlib.train.launch import cluster_nodes
 
-    nodes = cluster_nodes(flags["nodes"], flags["link_gbit"])
+    nodes = cluster_nodes(nodes, link_gbit)
     if nodes is None:
         return ""
-    rate = link_words(flags["link_gbit"])
-    per = flags["dp"] * flags["tp"] * flags["pp"] // nodes
+    per = layout.ranks // nodes
     return (f", across a mini cluster of {nodes} node{'' if nodes == 1 else 's'} "
-            f"({per} rank{'' if per == 1 else 's'} each, {rate})")
+            f"({per} rank{'' if per == 1 else 's'} each, {link_words(link_gbit)})")
 
 
 def _link_lines(result) -> list:
@@ -133,7 +110,7 @@ def _link_lines(result) -> list:
 
 def _stage_lines(result) -> list:
     """Per stage, the measured idle and busy seconds; the measured and predicted bubble (pipelines only)."""
-    if not hasattr(result, "idle_seconds"):
+    if result.idle_seconds is None:
         return []
     lines = [f"stage {s}: idle {idle * 1e3:.2f} ms (predicted {want * 1e3:.2f} ms), busy {busy * 1e3:.2f} ms per step"
              for s, (idle, want, busy) in enumerate(zip(result.idle_seconds, result.predicted_idle_seconds,
@@ -143,28 +120,35 @@ def _stage_lines(result) -> list:
     return lines
 
 
+def _config(ns) -> Config:
+    """The model's size from its flags; a bad one is ``ValueError`` naming its flag."""
+    try:
+        return Config(**{f.name: getattr(ns, f"config_{f.name}") for f in fields(Config)})
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"--{exc}") from None
+
+
 def main(argv=None) -> int:
     """Command line entry point; returns the exit status (:data:`distlib.engines.launch.EXIT_STATUS`)."""
     from distlib.engines.launch import RunError, exit_status, failure_report
     from distlib.engines.report import ReportError, strip
+    from distlib.train.launch import check_run
 
     ns = _parser().parse_args(sys.argv[1:] if argv is None else argv)
-    flags = dict(dp=ns.dp, tp=ns.tp, pp=ns.pp, zero=ns.zero, steps=ns.steps, seed=ns.seed, engine=ns.engine,
-                 timeout=ns.timeout, ranks=ns.ranks, nodes=ns.nodes, link_gbit=ns.link_gbit, sp=ns.sp)  # fmt: skip
-    flags.update(_pipeline_flags(ns))
+    degrees = {f.name: getattr(ns, f.name) for f in fields(Layout)}
+    if degrees["microbatches"] is None:
+        degrees["microbatches"] = ns.pp
+    run = dict(steps=ns.steps, seed=ns.seed, engine=ns.engine, timeout=ns.timeout, ranks=ns.ranks, nodes=ns.nodes,
+               link_gbit=ns.link_gbit)
     try:
-        from distlib.train.launch import check_layout
-
-        check_layout(**flags)
-        print(f"{PROG}: starting {ns.dp * ns.tp * ns.pp} {_ENGINE_WORDS[ns.engine]} ranks ({_layout_words(flags)}), "
-              f"{ns.steps} steps{_where_words(flags)}", file=sys.stderr, flush=True)  # fmt: skip
-        result = train(**flags)
+        config = _config(ns)
+        layout = check_run(**degrees, **run, config=config)
+        print(f"{PROG}: starting {layout.ranks} {_ENGINE_WORDS[ns.engine]} ranks ({layout.words()}), "
+              f"{ns.steps} steps{_where_words(layout, ns.nodes, ns.link_gbit)}", file=sys.stderr, flush=True)
+        result = train(layout, **run, config=config)
     except ValueError as exc:
-        if isinstance(exc, ReportError):  # the ranks ran, but one handed back no report
-            print(f"{PROG}: {exc}", file=sys.stderr)
-            return 1
         print(f"{PROG}: {exc}", file=sys.stderr)
-        return 2
+        return 1 if isinstance(exc, ReportError) else 2  # a report missing: the ranks ran; else a bad flag
     except (RunError, KeyboardInterrupt) as exc:
         print(failure_report(exc, PROG), file=sys.stderr, flush=True)
         return exit_status(exc)

@@ -1,37 +1,45 @@
-"""Checking a layout's flags, starting its ranks, and reading their reports back typed.
+"""Checking a run's flags, starting its ranks, and reading their reports back typed.
 
 :func:`train` is what ``python -m distlib.train`` calls: it checks every
-flag first (:func:`layout_problem`, one line naming the flag and its range,
-before any process starts), launches ``dp * tp`` ranks of
-:mod:`distlib.train.worker` with :func:`distlib.engines.run_mpi`, or of
-:mod:`distlib.train.gloo` with :func:`distlib.engines.run_torch` (the
-book's launch paths: their timeouts, watchdog and clean-up), and folds their
+flag first (:func:`run_problem`, one line naming the flag and its range,
+before any process starts), launches :attr:`Layout.ranks` ranks of the one
+rank program, :mod:`distlib.train.rank`, with :func:`distlib.engines.run_mpi`
+or (``engine="gloo"``) :func:`distlib.engines.run_torch` (the book's launch
+paths: their timeouts, watchdog and clean-up), and folds their
 :class:`~distlib.train.results.RankReport` s into a
 :class:`~distlib.train.results.TrainResult`.
 """
 
 from __future__ import annotations
 
+from dataclasses import fields, replace
+
+from ..layout import CP_KINDS, DEGREES, SCHEDULES, Layout
 from ..limits import cluster_problem, launch_problem
-from ..walls import ZERO_STAGES
-from .data import GLOBAL_BATCH
 from .model import Config
+from .rank import ENGINES, run_argv
 from .results import RankReport, TrainResult
 
-__all__ = ["ENGINES", "MAX_STEPS", "MAX_SEED", "layout_problem", "check_layout", "is_pipeline", "cluster_nodes", "train"]
+__all__ = ["ENGINES", "MAX_STEPS", "MAX_SEED", "PIPELINE_MPI_ENV", "layout_of", "run_problem", "check_run",
+           "cluster_nodes", "train"]
 
-ENGINES = ("mpi", "gloo")
-"""What ``--engine`` names: MPI ranks (mpi4py) or torch.distributed ranks over gloo (:mod:`distlib.train.gloo`)."""
 MAX_STEPS = 100_000
 MAX_SEED = 2**32 - 1
+PIPELINE_MPI_ENV = {"MPIR_CVAR_CH4_IPC_CMA_P2P_THRESHOLD": "4096"}
+"""MPICH settings for a pipeline's ranks: messages of 4 KiB and more are copied by their receiver (CMA).
 
-
-def _divisors(n: int) -> list:
-    return [d for d in range(1, n + 1) if n % d == 0]
-
-
-def _tp_choices(config: Config) -> list:
-    return [t for t in _divisors(config.heads) if config.hidden % t == 0 and config.ffn % t == 0]
+A stage sends its output with a non-blocking send and goes on computing.
+On one machine MPICH moves a message of more than one shared-memory cell
+(8 KiB) and less than its single-copy threshold only while the sender is
+inside an MPI call, so the next stage would wait out the sender's compute:
+with an 8 or 12 KiB message and a sender computing for 50 ms, the receiver
+waited about 47 ms here (16 KiB and more: 0.1 ms, single copy already).
+With single copy (``process_vm_readv``) from 4 KiB on, the receiver takes
+the message itself and waited 0.1 ms. The microbatches'
+activations are 4 to 48 KiB, so without this the measured idle time would
+be MPICH's progress rule, not the schedule's bubble.
+"""
+_LAYOUT_FIELDS = tuple(f.name for f in fields(Layout))
 
 
 def _torch_installed() -> bool:
@@ -47,76 +55,69 @@ def _range_problem(name: str, value, low: int, high: int) -> str | None:
     return None
 
 
-def layout_problem(*, dp, tp, pp, zero, steps, seed, engine, timeout, schedule="1f1b", chunks=1, microbatches=1,
-                   ranks=None, nodes=None, link_gbit=None, sp=False, config: Config = Config(),
-                   max_ranks: int | None = None) -> str | None:  # fmt: skip
-    """The first flag out of its range, as one line naming it and the range; ``None`` if all fit.
+def layout_of(layout: Layout | None = None, **degrees) -> Layout:
+    """The run's layout: ``layout``, or one built from keywords (:class:`~distlib.layout.Layout`'s fields).
+
+    >>> layout_of(dp=2, zero=1).words()
+    'dp 2 x tp 1, zero 1'
+    >>> layout_of(Layout(tp=2), zero=1) == Layout(tp=2, zero=1)
+    True
+    """
+    unknown = sorted(set(degrees) - set(_LAYOUT_FIELDS))
+    if unknown:
+        raise TypeError(f"unknown layout keywords {unknown}: a layout has {', '.join(_LAYOUT_FIELDS)}")
+    return replace(layout or Layout(), **degrees)
+
+
+def _flag_problems(degrees: dict, *, steps, seed, engine, timeout, most: int) -> str | None:
+    """Every flag that is not a layout's rule: its type and range, the engine, the timeout."""
+    checks = [(name, degrees.get(name, 1), 1, most) for name in DEGREES]
+    checks += [("zero", degrees.get("zero", 0), 0, 3), ("steps", steps, 1, MAX_STEPS), ("seed", seed, 0, MAX_SEED)]
+    for name, value, low, high in checks:
+        problem = _range_problem(name, value, low, high)
+        if problem:
+            return problem
+    for name, choices in (("schedule", SCHEDULES), ("cp_kind", CP_KINDS)):
+        if name in degrees and degrees[name] not in choices:
+            return f"--{name.replace('_', '-')} must be one of {', '.join(choices)}; got {degrees[name]!r}"
+    if engine not in ENGINES:
+        return f"--engine must be one of {', '.join(ENGINES)}; got {engine!r}"
+    if engine == "gloo" and not _torch_installed():
+        return "--engine gloo needs PyTorch (torch.distributed): pip install torch"
+    return launch_problem(timeout=timeout)
+
+
+def run_problem(layout: Layout | None = None, *, steps, seed, engine, timeout, ranks=None, nodes=None,
+                link_gbit=None, config: Config = Config(), max_ranks: int | None = None, **degrees) -> str | None:
+    """The first flag of a run out of its range, as one line naming it and the range; ``None`` if all fit.
 
     Examples
     --------
-    >>> print(layout_problem(dp=2, tp=3, pp=1, zero=0, steps=5, seed=0, engine="mpi", timeout=60.0))
+    >>> print(run_problem(tp=3, steps=5, seed=0, engine="mpi", timeout=60.0, max_ranks=16))
     --tp must divide heads (4), hidden (32) and ffn (128): one of 1, 2, 4; got 3
-    >>> print(layout_problem(dp=5, tp=1, pp=1, zero=0, steps=5, seed=0, engine="mpi", timeout=60.0))
+    >>> print(run_problem(dp=5, steps=5, seed=0, engine="mpi", timeout=60.0, max_ranks=16))
     --dp must divide the global batch of 12 sequences: one of 1, 2, 3, 4, 6, 12; got 5
-    >>> print(layout_problem(dp=1, tp=1, pp=1, zero=0, steps=5, seed=0, engine="mpi", timeout=60.0, sp=True))
-    --sp needs --tp above 1 (it cuts the sequence over the tensor-parallel ranks): one of 2, 4; got 1
-    >>> print(layout_problem(dp=1, tp=4, pp=1, zero=0, steps=5, seed=0, engine="mpi", timeout=60.0, sp=True,
-    ...                      config=Config(seq=6)))
-    --sp needs --tp to divide the sequence of 6 tokens: one of 2; got 4
+    >>> print(run_problem(Layout(dp=4, tp=4, pp=2), steps=5, seed=0, engine="mpi", timeout=60.0, max_ranks=16))
+    --dp times --tp times --pp must be at most 16 ranks on this machine, got 32
     """
     if max_ranks is None:
         from ..engines._processes import max_ranks as machine_ranks
 
         max_ranks = machine_ranks()
-    for name, value, low, high in (("dp", dp, 1, max_ranks), ("tp", tp, 1, max_ranks), ("pp", pp, 1, max_ranks),
-                                   ("zero", zero, min(ZERO_STAGES), max(ZERO_STAGES)), ("steps", steps, 1, MAX_STEPS),
-                                   ("seed", seed, 0, MAX_SEED)):  # fmt: skip
-        problem = _range_problem(name, value, low, high)
-        if problem:
-            return problem
-    if engine not in ENGINES:
-        return f"--engine must be one of {', '.join(ENGINES)}; got {engine!r}"
-    if engine == "gloo" and not _torch_installed():
-        return "--engine gloo needs PyTorch (torch.distributed): pip install torch"
-    problem = launch_problem(timeout=timeout)
+    raw = {f: getattr(layout, f) for f in _LAYOUT_FIELDS} if layout is not None else {}
+    raw.update(degrees)
+    problem = _flag_problems(raw, steps=steps, seed=seed, engine=engine, timeout=timeout, most=max_ranks)
     if problem:
         return problem
-    if dp * tp * pp > max_ranks:
-        names = "--dp times --tp" if pp == 1 else "--dp times --tp times --pp"
-        return f"{names} must be at most {max_ranks} ranks on this machine, got {dp * tp * pp}"
-    if tp not in _tp_choices(config):
-        return (f"--tp must divide heads ({config.heads}), hidden ({config.hidden}) and ffn ({config.ffn}): "
-                f"one of {', '.join(map(str, _tp_choices(config)))}; got {tp}")
-    if GLOBAL_BATCH % dp:
-        return (f"--dp must divide the global batch of {GLOBAL_BATCH} sequences: one of "
-                f"{', '.join(map(str, _divisors(GLOBAL_BATCH)))}; got {dp}")
-    problem = _sp_problem(sp=sp, tp=tp, config=config)
-    if problem:
-        return problem
-    problem = _pipeline_problem(pp=pp, zero=zero, dp=dp, schedule=schedule, chunks=chunks,
-                                microbatches=microbatches, config=config)  # fmt: skip
-    return problem or _placement_problem(dp * tp * pp, ranks=ranks, nodes=nodes, link_gbit=link_gbit, engine=engine)
-
-
-def _sp_problem(*, sp, tp, config) -> str | None:
-    """``--sp``: a tensor-parallel group above one rank whose size divides the sequence.
-
-    ``--sp`` with ``--tp 1`` is refused, not ignored (Megatron-LM turns it off with a warning): there is no
-    group to cut the sequence over, and a run that said ``sp`` in its starting line while doing nothing of
-    it would mislead. Pipeline stages run it too (:mod:`distlib.train.pipeline`).
-    """
-    if not isinstance(sp, bool):
-        return f"--sp must be given or not (True or False), got {sp!r}"
-    if not sp:
-        return None
-    choices = [t for t in _tp_choices(config) if t > 1 and config.seq % t == 0]
-    if tp == 1:
-        return (f"--sp needs --tp above 1 (it cuts the sequence over the tensor-parallel ranks): one of "
-                f"{', '.join(map(str, choices))}; got 1")  # fmt: skip
-    if config.seq % tp:
-        return (f"--sp needs --tp to divide the sequence of {config.seq} tokens: one of "
-                f"{', '.join(map(str, choices))}; got {tp}")  # fmt: skip
-    return None
+    try:
+        lay = layout_of(layout, **degrees)
+    except (TypeError, ValueError) as exc:
+        return f"--{exc}"
+    words = lay.degree_words() if lay.pp > 1 or lay.cp > 1 else "--dp times --tp"
+    if lay.ranks > max_ranks:
+        return f"{words} must be at most {max_ranks} ranks on this machine, got {lay.ranks}"
+    problem = lay.problem(config)
+    return problem or _placement_problem(lay, ranks=ranks, nodes=nodes, link_gbit=link_gbit, engine=engine)
 
 
 def cluster_nodes(nodes, link_gbit) -> int | None:
@@ -130,15 +131,15 @@ def cluster_nodes(nodes, link_gbit) -> int | None:
     return 2 if nodes is None else nodes
 
 
-def _placement_problem(n: int, *, ranks, nodes, link_gbit, engine) -> str | None:
-    """``--ranks`` (it must be D x T x P) and ``--nodes`` / ``--link-gbit`` (a mini cluster that can be made here)."""
-    if ranks is not None and (isinstance(ranks, bool) or not isinstance(ranks, int) or ranks != n):
-        return f"--ranks must equal --dp times --tp times --pp ({n}) when given, got {ranks!r}"
+def _placement_problem(lay: Layout, *, ranks, nodes, link_gbit, engine) -> str | None:
+    """``--ranks`` (it must be the layout's) and ``--nodes`` / ``--link-gbit`` (a mini cluster that can be made here)."""
+    words = "--dp times --tp times --pp" + (" times --cp" if lay.cp > 1 else "")
+    if ranks is not None and (isinstance(ranks, bool) or not isinstance(ranks, int) or ranks != lay.ranks):
+        return f"--ranks must equal {words} ({lay.ranks}) when given, got {ranks!r}"
     nodes = cluster_nodes(nodes, link_gbit)
     if nodes is None:
         return None
-    problem = cluster_problem(ranks=n, nodes=nodes, link_gbit=link_gbit, engine=engine,
-                              ranks_flag="--dp times --tp times --pp")  # fmt: skip
+    problem = cluster_problem(ranks=lay.ranks, nodes=nodes, link_gbit=link_gbit, engine=engine, ranks_flag=words)
     if problem:
         return problem
     from ..minicluster import minicluster_support
@@ -147,84 +148,55 @@ def _placement_problem(n: int, *, ranks, nodes, link_gbit, engine) -> str | None
     return f"--nodes: cannot make a mini cluster here: {reason}" if reason else None
 
 
-def is_pipeline(*, pp: int, microbatches: int = 1, **_) -> bool:
-    """Whether a layout runs as pipeline stages (:mod:`distlib.train.pipeline`): more than one stage or microbatch."""
-    return pp > 1 or microbatches != 1
-
-
-def _pipeline_problem(*, pp, zero, dp, schedule, chunks, microbatches, config) -> str | None:
-    """The pipeline flags' problem (:func:`distlib.train.stages.pipeline_problem`), and ZeRO-2/3 refused with them."""
-    from .stages import pipeline_problem
-
-    problem = pipeline_problem(layers=config.layers, pp=pp, schedule=schedule, chunks=chunks,
-                               microbatches=microbatches, batch=GLOBAL_BATCH // dp)  # fmt: skip
-    if problem is None and is_pipeline(pp=pp, microbatches=microbatches) and zero > 1:
-        problem = (f"--zero {zero} with pipeline stages: ZeRO-2 and 3 shard the gradient the microbatches add "
-                   "into, and Megatron-LM refuses them with pipelines too; use --zero 0 or 1")  # fmt: skip
-    return problem
-
-
-def check_layout(**flags) -> None:
-    """Raise ``ValueError`` with :func:`layout_problem`'s line if a flag is out of range or names what is not built."""
-    problem = layout_problem(**flags)
+def check_run(layout: Layout | None = None, **flags) -> Layout:
+    """The run's layout, after :func:`run_problem` found nothing; else ``ValueError`` with its line."""
+    problem = run_problem(layout, **flags)
     if problem:
         raise ValueError(problem)
+    degrees = {k: v for k, v in flags.items() if k in _LAYOUT_FIELDS}
+    return layout_of(layout, **degrees)
 
 
-def _start(engine: str, n: int, args: list, timeout: float, cluster=None):
-    """Launch ``n`` ranks of the trainer on ``engine``: MPI's :mod:`~distlib.train.worker`, or gloo's
-    :mod:`~distlib.train.gloo` (the same program over torch.distributed); with ``cluster``, ``n / nodes``
+def _start(layout: Layout, args: list, engine: str, timeout: float, cluster=None):
+    """Launch the layout's ranks of :mod:`distlib.train.rank` on ``engine``; with ``cluster``, ``ranks / nodes``
     consecutive ranks on each of its nodes."""
     from ..engines.launch import run_mpi, run_torch
 
     if engine == "gloo":
-        return run_torch("distlib.train.gloo:main", n, args=args, timeout=timeout, cluster=cluster)
-    return run_mpi("distlib.train.worker", n, args=args, timeout=timeout, cluster=cluster)
+        return run_torch("distlib.train.rank:main", layout.ranks, args=args, timeout=timeout, cluster=cluster)
+    env = PIPELINE_MPI_ENV if layout.is_pipeline else None
+    return run_mpi("distlib.train.rank", layout.ranks, args=args, timeout=timeout, env=env, cluster=cluster)
 
 
-def train(*, dp: int = 1, tp: int = 1, pp: int = 1, zero: int = 0, steps: int = 10, seed: int = 0,
-          engine: str = "mpi", timeout: float = 300.0, schedule: str = "1f1b", chunks: int = 1,
-          microbatches: int = 1, ranks: int | None = None, nodes: int | None = None,
-          link_gbit: float | None = None, sp: bool = False) -> TrainResult:  # fmt: skip
-    """Train the book's model with a layout on ``dp * tp * pp`` ranks of ``engine``; the run's :class:`TrainResult`.
+def train(layout: Layout | None = None, *, steps: int = 10, seed: int = 0, engine: str = "mpi",
+          timeout: float = 300.0, ranks: int | None = None, nodes: int | None = None,
+          link_gbit: float | None = None, config: Config = Config(), **degrees) -> TrainResult:  # fmt: skip
+    """Train the book's model with a layout on its ranks of ``engine``; the run's :class:`TrainResult`.
 
     Parameters
     ----------
-    dp, tp : int
-        Data-parallel and tensor-parallel ranks.
-    pp : int
-        Pipeline stages; above 1 (or with ``microbatches`` above 1) the run
-        is :func:`distlib.train.pipeline_launch.train_pipeline`'s, on
-        ``dp * pp * tp`` ranks, and returns a
-        :class:`~distlib.train.pipeline_results.PipelineResult`, on either engine.
-    zero : int
-        ZeRO stage, 0 (DDP) to 3 (:mod:`distlib.train.layout`).
+    layout : Layout, optional
+        The layout (:class:`distlib.layout.Layout`); its fields may also be given, or changed, as keywords
+        (``dp=2, zero=1``, ``tp=2, sequence_parallel=True``, ``pp=2, schedule="1f1b", microbatches=4``).
+        Ranks are numbered tensor-parallel fastest (rank ``((d * pp + s) * cp + c) * tp + t``).
     steps, seed : int
         Training steps; the seed of the parameters and of the data.
     engine : {"mpi", "gloo"}
         MPI ranks, or torch.distributed ranks over gloo; both run the same NumPy program and the book's own
-        collectives (:mod:`distlib.train.gloo`), pipeline stages included, so they give the same losses and
+        collectives (:mod:`distlib.train.rank`), pipeline stages included, so they give the same losses and
         send the same bytes.
     timeout : float
         Seconds before the run is declared hung and every rank stopped.
-    schedule : {"gpipe", "1f1b", "interleaved"}
-        The pipeline's schedule (:func:`distlib.pipeline_schedule`).
-    chunks, microbatches : int
-        Model chunks per stage (``"interleaved"`` only) and microbatches per
-        data-parallel replica and step.
     ranks : int, optional
-        The number of ranks, a check: it must equal ``dp * tp * pp``.
+        The number of ranks, a check: it must equal the layout's.
     nodes, link_gbit : optional
         Run across a fresh mini cluster (:func:`distlib.minicluster.mini_cluster`, root only) of ``nodes``
         nodes (default 2 when only ``link_gbit`` is given) whose links carry ``link_gbit`` Gbit/s per
-        direction (``None``: unthrottled). Ranks are placed ``n / nodes`` per node in rank order, and the
-        rank order puts tensor-parallel ranks next to each other (rank = (d * pp + s) * tp + t), so a TP
-        group stays inside a node whenever ``tp`` divides the ranks per node, as on a real cluster; with
-        ``tp`` equal to the ranks per node times ``nodes`` it spans the nodes. The result's ``nodes``,
-        ``link_gbit`` and ``link_bytes`` say where it ran and what crossed the links.
-    sp : bool
-        Sequence parallelism (Megatron-LM's ``--sequence-parallel``) over the tensor-parallel ranks: ``tp``
-        above 1 dividing the sequence (:mod:`distlib.train.model`), in pipeline stages too.
+        direction (``None``: unthrottled). Ranks are placed ``ranks / nodes`` per node in rank order, so a TP
+        group stays inside a node whenever ``tp`` divides the ranks per node, as on a real cluster. The
+        result's ``nodes``, ``link_gbit`` and ``link_bytes`` say where it ran and what crossed the links.
+    config : Config
+        The model's sizes (the book's small model by default).
 
     Raises
     ------
@@ -233,37 +205,26 @@ def train(*, dp: int = 1, tp: int = 1, pp: int = 1, zero: int = 0, steps: int = 
     distlib.engines.RunError
         A rank failed, stalled or the run timed out (the message names the rank).
     """
-    check_layout(dp=dp, tp=tp, pp=pp, zero=zero, steps=steps, seed=seed, engine=engine, timeout=timeout,
-                 schedule=schedule, chunks=chunks, microbatches=microbatches, ranks=ranks, nodes=nodes,
-                 link_gbit=link_gbit, sp=sp)  # fmt: skip
-    flags = dict(dp=dp, tp=tp, pp=pp, zero=zero, steps=steps, seed=seed, engine=engine, timeout=timeout,
-                 schedule=schedule, chunks=chunks, microbatches=microbatches, sp=sp)  # fmt: skip
+    run = dict(steps=steps, seed=seed, engine=engine, timeout=timeout)
+    lay = check_run(layout, **run, ranks=ranks, nodes=nodes, link_gbit=link_gbit, config=config, **degrees)
     nodes = cluster_nodes(nodes, link_gbit)
     if nodes is None:
-        return _train_here(**flags)
+        return _train_here(lay, config=config, **run)
     import dataclasses
 
     from ..minicluster import mini_cluster
 
     with mini_cluster(nodes, link_gbit=link_gbit) as cluster:
-        result = _train_here(**flags, cluster=cluster)
+        result = _train_here(lay, config=config, **run, cluster=cluster)
         links = {node.hostname: cluster.link_bytes(node).total for node in cluster.nodes}
     return dataclasses.replace(result, nodes=nodes, link_gbit=link_gbit, link_bytes=links)
 
 
-def _train_here(*, dp, tp, pp, zero, steps, seed, engine, timeout, schedule, chunks, microbatches, sp=False,
-                cluster=None) -> TrainResult:  # fmt: skip
+def _train_here(layout: Layout, *, steps, seed, engine, timeout, config, cluster=None) -> TrainResult:
     """One run, checked already: on this machine, or across ``cluster``."""
-    if is_pipeline(pp=pp, microbatches=microbatches):
-        from .pipeline_launch import train_pipeline
-
-        return train_pipeline(dp=dp, tp=tp, pp=pp, zero=zero, steps=steps, seed=seed, timeout=timeout,
-                              schedule=schedule, chunks=chunks, microbatches=microbatches, cluster=cluster,
-                              sp=sp, engine=engine)  # fmt: skip
     from ..engines.report import read_all
 
-    args = ["--dp", dp, "--tp", tp, "--zero", zero, "--steps", steps, "--seed", seed, "--sp", int(sp)]
-    result = _start(engine, dp * tp, [str(a) for a in args], timeout, cluster)
+    args = run_argv(layout, steps=steps, seed=seed, engine=engine, config=config)
+    result = _start(layout, args, engine, timeout, cluster)
     reports = read_all(result, RankReport)
-    return TrainResult.from_ranks(reports, dp=dp, tp=tp, zero=zero, seed=seed, log=result.stderr[0],
-                                  run_id=result.run_id)
+    return TrainResult.from_ranks(reports, layout=layout, seed=seed, log=result.stderr[0], run_id=result.run_id)

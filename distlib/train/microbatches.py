@@ -17,7 +17,7 @@ one-process reference below use it:
   (:func:`mean_loss`), again the whole batch's mean.
 
 In exact arithmetic that is the one-process step of
-:func:`distlib.train.worker.train_rank` (``dp = tp = 1``). In float64 it is
+:func:`distlib.train.rank.train_rank` (one rank). In float64 it is
 not bit for bit: the sums over tokens inside the matmuls run over other
 groupings, so the losses differ from the whole batch's in the last bits
 (the tests measure it). :func:`accumulate_run` therefore is the reference

@@ -25,7 +25,7 @@ Sequence parallelism (``sp``, Korthikanti et al. 2022, as Megatron-LM's
 tensor-parallel regions (the layer norms, the residual adds, the bias
 ``b2`` added after the MLP) are cut along the sequence, each of the ``tp`` ranks holding
 ``seq / tp`` consecutive positions of every sequence. The model is handed a
-:class:`distlib.train.sequence.SequenceParallel` (the tensor-parallel group's all-gather and
+:class:`distlib.train.sequence_parallel.SequenceParallel` (the tensor-parallel group's all-gather and
 reduce-scatter along the sequence) instead of ``reduce``, and per block:
 
 * forward: an **all-gather** of ``ln1``'s output before ``q``, ``k``, ``v``
@@ -48,7 +48,7 @@ projection, replicated here: not vocabulary-parallel as in Megatron), whose
 backward then just keeps this rank's positions, without communication.
 
 The chapter on parallel training (Part IV) teaches with it; the layouts
-that run it over ranks are in :mod:`distlib.train.layout`.
+that run it over ranks are in :mod:`distlib.train.data_parallel`.
 """
 
 from __future__ import annotations
@@ -436,7 +436,7 @@ def forward_unit(spec: UnitSpec, flat, x, *, config: Config, targets=None, reduc
     reduce : callable, optional
         ``reduce(buf)`` sums ``buf`` in place over the tensor-parallel ranks
         (``None`` with one rank).
-    sp : distlib.train.sequence.SequenceParallel, optional
+    sp : distlib.train.sequence_parallel.SequenceParallel, optional
         Sequence parallelism over the tensor-parallel group (then ``reduce``
         is not used): the embeddings return, and a block takes and returns,
         this rank's positions only; the head takes them and gathers the

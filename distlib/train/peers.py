@@ -5,7 +5,7 @@ Three checks, each one launch of torch.distributed ranks over gloo
 PyTorch's on the same ranks, from the same seed and the same batches:
 
 :func:`fsdp_beside_zero3`
-    The book's ZeRO-3 (:class:`distlib.train.layout.ShardedParameters`, over
+    The book's ZeRO-3 (:class:`distlib.train.data_parallel.ShardedParameters`, over
     the book's collectives) beside FSDP2: ``torch.distributed.fsdp.fully_shard``
     on every block, then on the whole model (``reshard_after_forward`` left
     at its default), on the model's torch twin (:mod:`distlib.train.torch_model`).
@@ -22,7 +22,7 @@ PyTorch's on the same ranks, from the same seed and the same batches:
     sequence on the way into the first block and gathers it on the way into
     the final norm, where the book does (:mod:`distlib.train.model`).
 :func:`pipelining_beside_book`
-    The book's pipeline stages (:mod:`distlib.train.pipeline`, its activations
+    The book's pipeline stages (:mod:`distlib.train.pipeline_parallel`, its activations
     and gradients over the book's point-to-point calls) beside
     ``torch.distributed.pipelining``: the twin cut into the same model chunks
     (:class:`distlib.train.torch_model.Chunk`), one ``PipelineStage`` each, run
@@ -39,7 +39,7 @@ forward, backward and optimizer step, under the names of the
 ``torch.distributed`` calls that run them (:data:`TORCH_NAMES`). Each
 step's global loss is summed over the ranks outside the counted region.
 
-The timed region is the book's trainer's step (:func:`distlib.train.worker.train_rank`'s
+The timed region is the book's trainer's step (:func:`distlib.train.rank.train_rank`'s
 ``step_seconds``) on both sides: the step's batch, forward, backward and
 optimizer step, and the one-value all-reduce of the loss over the
 data-parallel ranks (none with tensor parallelism alone); not converting
@@ -63,6 +63,7 @@ import warnings
 from dataclasses import dataclass
 
 from .._check import check_choice, check_int, check_real
+from ..layout import Layout
 from .data import GLOBAL_BATCH
 from .launch import MAX_SEED, MAX_STEPS
 from .model import Config
@@ -140,23 +141,16 @@ class PeerComparison:
 # ----------------------------------------------------------------------------
 
 
-def _book_run(comm, *, dp: int, tp: int, zero: int, steps: int, seed: int, sp: bool = False,
-              pipeline: dict | None = None) -> tuple:  # fmt: skip
-    """The book's layout on ``comm``: ``(losses, collectives of each step by kind, every rank's bytes sent,
-    each step's seconds on the slowest rank)``. With ``pipeline`` (``schedule``, ``chunks``, ``microbatches``),
-    ``comm``'s ranks are the stages (:func:`distlib.train.pipeline.train_stage_rank`, ``pp = comm.size``)."""
+def _book_run(comm, layout, *, steps: int, seed: int) -> tuple:
+    """The book's ``layout`` on ``comm`` (:func:`distlib.train.rank.train_rank`): ``(losses, collectives of each
+    step by kind, every rank's bytes sent, each step's seconds on the slowest rank)``."""
     from ..engines.comm import CountingComm
-    from .pipeline import train_stage_rank
-    from .worker import train_rank
+    from .rank import train_rank
 
     counted = CountingComm(comm)  # train_rank counts into its own counter, which tells this one too
     totals = []
     say = lambda _line: totals.append(dict(counted.collectives))  # noqa: E731
-    if pipeline is None:
-        report = train_rank(counted, dp=dp, tp=tp, zero=zero, steps=steps, seed=seed, sp=sp, say=say)
-    else:
-        report = train_stage_rank(counted, dp=dp, tp=tp, pp=comm.size, zero=zero, steps=steps, seed=seed, say=say,
-                                  **pipeline)  # fmt: skip
+    report = train_rank(counted, layout, steps=steps, seed=seed, say=say)
     per_step, before = [], {}
     for now in totals:  # after each step: the running totals, so each step's own counts are the differences
         per_step.append({k: v - before.get(k, 0) for k, v in now.items() if v - before.get(k, 0)})
@@ -259,8 +253,8 @@ def fsdp_main(argv=None) -> None:
     from ..engines.torch_numpy import numpy_world
 
     ns, comm = _rank_flags(argv), numpy_world()
-    book_losses, book_counts, book_bytes, book_seconds = _book_run(comm, dp=comm.size, tp=1, zero=3, steps=ns.steps,
-                                                     seed=ns.seed)  # fmt: skip
+    book_losses, book_counts, book_bytes, book_seconds = _book_run(comm, Layout(dp=comm.size, zero=3),
+                                                                   steps=ns.steps, seed=ns.seed)
     model = _twin(ns.seed)
     for block in model.blocks:
         fully_shard(block)
@@ -281,8 +275,8 @@ def tp_main(argv=None) -> None:
 
     ns, comm = _rank_flags(argv), numpy_world()
     sp = bool(ns.sp)
-    book_losses, book_counts, book_bytes, book_seconds = _book_run(comm, dp=1, tp=comm.size, zero=0, steps=ns.steps,
-                                                     seed=ns.seed, sp=sp)  # fmt: skip
+    book_losses, book_counts, book_bytes, book_seconds = _book_run(
+        comm, Layout(tp=comm.size, sequence_parallel=sp), steps=ns.steps, seed=ns.seed)
     model, mesh = _twin(ns.seed), init_device_mesh("cpu", (comm.size,))
     if sp:
         _sequence_parallel(model, mesh)
@@ -333,7 +327,7 @@ def _torch_stages(model, schedule: str, microbatches: int, comm):
     import torch.nn.functional as F
     from torch.distributed import pipelining
 
-    from .stages import stage_units
+    from .pipeline_parallel import stage_units
     from .torch_model import Chunk
 
     chunks = PEER_CHUNKS if schedule == "interleaved" else 1
@@ -412,9 +406,8 @@ def pipelining_main(argv=None) -> None:
 
     ns, comm = _rank_flags(argv), numpy_world()
     chunks = PEER_CHUNKS if ns.schedule == "interleaved" else 1
-    pipeline = dict(schedule=ns.schedule, chunks=chunks, microbatches=ns.microbatches)
-    book_losses, book_counts, book_bytes, book_seconds = _book_run(comm, dp=1, tp=1, zero=0, steps=ns.steps,
-                                                                   seed=ns.seed, pipeline=pipeline)  # fmt: skip
+    layout = Layout(pp=comm.size, schedule=ns.schedule, chunks=chunks, microbatches=ns.microbatches)
+    book_losses, book_counts, book_bytes, book_seconds = _book_run(comm, layout, steps=ns.steps, seed=ns.seed)
     peer_losses, peer_counts, peer_bytes, peer_seconds = _pipelining_run(
         comm, _twin(ns.seed), schedule=ns.schedule, microbatches=ns.microbatches, steps=ns.steps, seed=ns.seed,
         count=bool(ns.count))  # fmt: skip
@@ -558,7 +551,7 @@ def pipelining_beside_book(stages: int = 2, schedule: str = "1f1b", microbatches
                            seed: int = 0, *, timeout: float = 120.0, count: bool = True) -> PeerComparison:  # fmt: skip
     """The book's pipeline stages and ``torch.distributed.pipelining``'s on the same ``stages`` gloo ranks.
 
-    Both cut the model alike (:func:`distlib.train.stages.stage_units`; the twin by
+    Both cut the model alike (:func:`distlib.train.pipeline_parallel.stage_units`; the twin by
     :class:`~distlib.train.torch_model.Chunk`, one ``PipelineStage`` per chunk, with virtual stage
     ``c * stages + rank`` for chunk ``c`` as the book places it), split each step's global batch of 12
     sequences into the same ``microbatches`` consecutive pieces, and run the same schedule:
@@ -625,7 +618,7 @@ def pipelining_beside_book(stages: int = 2, schedule: str = "1f1b", microbatches
 
 def _pipelining_args(stages, schedule, microbatches) -> tuple:
     """:func:`pipelining_beside_book`'s stages, schedule and microbatches, checked (one error naming the first
-    out of range); Megatron-LM's rules, as :func:`distlib.train.stages.pipeline_problem` applies them."""
+    out of range); Megatron-LM's rules, as :meth:`distlib.layout.Layout.problem` applies them."""
     from ..engines._processes import max_ranks
     from ..pipeline_schedule import PIPELINE_SCHEDULES
 

@@ -1,10 +1,15 @@
 """What the trainer's ranks hand back, and the run's result as the command line prints it.
 
-Each rank emits one :class:`RankReport` (:mod:`distlib.engines.report`);
-the launching side reads them all back typed and folds them into one
-:class:`TrainResult` (:meth:`TrainResult.from_ranks`), whose
+Each rank emits one :class:`RankReport` (:mod:`distlib.engines.report`):
+its losses, its share of the parameters' checksum, the state and bytes it
+held and sent, and per step the seconds it computed (``busy_seconds``), the
+seconds it waited for a pipeline neighbour (``idle_seconds``) and the time
+to its flush. The launching side reads them all back typed and folds them
+into one :class:`TrainResult` (:meth:`TrainResult.from_ranks`), whose
 :meth:`~TrainResult.to_json` is the object ``python -m distlib.train --json``
-prints.
+prints: the contract's keys (:data:`JSON_FIELDS`), and for a pipeline each
+stage's idle and busy time beside the bubble :func:`distlib.pipeline_schedule`
+predicts from the measured forward and backward times.
 """
 
 from __future__ import annotations
@@ -12,10 +17,15 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-__all__ = ["RankReport", "TrainResult", "JSON_FIELDS"]
+from ..layout import Layout
+from ..pipeline_schedule import pipeline_schedule
+
+__all__ = ["RankReport", "TrainResult", "JSON_FIELDS", "PIPELINE_FIELDS"]
 
 JSON_FIELDS = ("losses", "param_checksum", "state_bytes", "comm_bytes", "step_seconds")
 """The keys of ``python -m distlib.train --json``, in order (the book's contract)."""
+PIPELINE_FIELDS = ("idle_seconds", "busy_seconds", "measured_bubble", "predicted_bubble", "predicted_idle_seconds")
+"""The keys a pipeline's JSON adds after them."""
 
 
 @dataclass(frozen=True)
@@ -30,7 +40,12 @@ class RankReport:
     every parameter once; ``state_bytes`` the most parameter, gradient and
     optimizer-state bytes it held at once, and ``state_parts`` those bytes
     by part at that moment; ``comm_bytes`` the bytes it sent;
-    ``step_seconds`` its wall time per step.
+    ``step_seconds`` its wall time per step. Per step also: ``busy_seconds``
+    (forward and backward compute), ``idle_seconds`` (waiting in a pipeline
+    receive), ``flush_seconds`` (from the step's start to its last op),
+    ``forward_seconds`` and ``backward_seconds``; ``ops`` are the first
+    step's ops as they ran, ``"F3.0"`` for the forward of microbatch 3
+    through chunk 0.
     """
 
     rank: int
@@ -44,22 +59,57 @@ class RankReport:
     messages: int
     step_seconds: list[float]
     local_params: int
+    pp_rank: int = 0
+    busy_seconds: list[float] = field(default_factory=list)
+    idle_seconds: list[float] = field(default_factory=list)
+    flush_seconds: list[float] = field(default_factory=list)
+    forward_seconds: list[float] = field(default_factory=list)
+    backward_seconds: list[float] = field(default_factory=list)
+    ops: list[str] = field(default_factory=list)
+
+
+def _mean(values) -> float:
+    values = list(values)
+    return math.fsum(values) / len(values)
+
+
+def _steps(reports) -> range:
+    """The steps the times are read from: all but the first (warm-up) when there are more."""
+    n = len(reports[0].busy_seconds)
+    return range(1, n) if n > 1 else range(n)
+
+
+def _idle_share(by_stage, i: int) -> float:
+    """Step ``i``'s bubble: per stage ``1 - busy / T`` (``T`` the slowest rank's time to the flush), averaged."""
+    flush = max(r.flush_seconds[i] for rs in by_stage for r in rs)
+    return _mean(1.0 - _mean(r.busy_seconds[i] for r in rs) / flush for rs in by_stage)
 
 
 @dataclass(frozen=True)
 class TrainResult:
-    """A whole run: the layout, what the contract's JSON holds, and every rank's report.
+    """A whole run: its layout, what the contract's JSON holds, every rank's report, and for a pipeline its stages.
+
+    For a pipeline (:attr:`Layout.is_pipeline`): ``idle_seconds``,
+    ``busy_seconds``: per stage, the mean over steps (the first left out
+    when there are more) and over the stage's ranks of the seconds waiting
+    in a receive and computing. ``measured_bubble``: per step, the slowest
+    rank's time to the flush ``T``, and the stages' idle share
+    ``1 - busy / T``, averaged; ``predicted_bubble``:
+    :func:`distlib.pipeline_schedule`'s ``bubble_fraction`` with the stages'
+    mean measured forward and backward times per microbatch, and
+    ``predicted_idle_seconds`` its ``idle_time`` per stage. The two idle
+    times differ in what they count: the measured one is the waits inside
+    the pipeline's receives, the predicted one every second of the step a
+    stage does not compute. Without a pipeline they are ``None``.
 
     Examples
     --------
     >>> r = RankReport(0, 0, 0, [2.0, 1.5], 3.25, 100, {"weights": 100}, 0, 0, [0.5, 0.25], 10)
-    >>> TrainResult.from_ranks([r], dp=1, tp=1, zero=0, seed=0).to_json()["step_seconds"]
+    >>> TrainResult.from_ranks([r], layout=Layout(), seed=0).to_json()["step_seconds"]
     [0.5, 0.25]
     """
 
-    dp: int
-    tp: int
-    zero: int
+    layout: Layout
     seed: int
     losses: list[float]
     param_checksum: float
@@ -77,23 +127,45 @@ class TrainResult:
     """With ``nodes``: each node's link rate in Gbit/s per direction (``None``: unthrottled)."""
     link_bytes: dict = field(default_factory=dict)
     """With ``nodes``: bytes each node's link carried, sent plus received (tc's counters), by node name."""
+    idle_seconds: list[float] | None = None
+    busy_seconds: list[float] | None = None
+    measured_bubble: float | None = None
+    predicted_bubble: float | None = None
+    predicted_idle_seconds: list[float] | None = None
 
     @classmethod
-    def from_ranks(cls, reports, *, dp: int, tp: int, zero: int, seed: int, log: str = "",
-                   run_id: str = "") -> "TrainResult":
+    def from_ranks(cls, reports, *, layout: Layout, seed: int, log: str = "", run_id: str = "") -> "TrainResult":
         """Fold the ranks' reports (in rank order): rank 0's losses, the checksum's parts summed, each step's
-        slowest rank."""
+        slowest rank; for a pipeline, its stages' times and bubble."""
         reports = list(reports)
         seconds = [max(r.step_seconds[i] for r in reports) for i in range(len(reports[0].step_seconds))]
-        return cls(dp=dp, tp=tp, zero=zero, seed=seed, losses=list(reports[0].losses),
+        stages = _stage_times(reports, layout) if layout.is_pipeline else {}
+        return cls(layout=layout, seed=seed, losses=list(reports[0].losses),
                    param_checksum=math.fsum(r.checksum_part for r in reports),
                    state_bytes=[r.state_bytes for r in reports], comm_bytes=[r.comm_bytes for r in reports],
-                   step_seconds=seconds, ranks=reports, log=log, run_id=run_id)  # fmt: skip
+                   step_seconds=seconds, ranks=reports, log=log, run_id=run_id, **stages)  # fmt: skip
 
     def to_json(self) -> dict:
-        """The object ``python -m distlib.train --json`` prints: :data:`JSON_FIELDS`, and after them, for a run
-        across a mini cluster (``--nodes``), ``nodes``, ``link_gbit`` and ``link_bytes``."""
+        """The object ``python -m distlib.train --json`` prints: :data:`JSON_FIELDS`; for a pipeline
+        :data:`PIPELINE_FIELDS`; for a run across a mini cluster (``--nodes``), ``nodes``, ``link_gbit`` and
+        ``link_bytes``."""
         data = {name: getattr(self, name) for name in JSON_FIELDS}
+        if self.layout.is_pipeline:
+            data.update({name: getattr(self, name) for name in PIPELINE_FIELDS})
         if self.nodes is not None:  # --nodes: where the ranks ran, and what crossed the links
             data.update(nodes=self.nodes, link_gbit=self.link_gbit, link_bytes=dict(self.link_bytes))
         return data
+
+
+def _stage_times(reports, layout: Layout) -> dict:
+    """A pipeline's :data:`PIPELINE_FIELDS`, from its ranks' reports."""
+    steps, m = _steps(reports), layout.microbatches
+    by_stage = [[r for r in reports if r.pp_rank == s] for s in range(layout.pp)]
+    tf = _mean(r.forward_seconds[i] / m for r in reports for i in steps)
+    tb = _mean(r.backward_seconds[i] / m for r in reports for i in steps)
+    sim = pipeline_schedule(layout.schedule, layout.pp, m, forward_time=max(tf, 1e-12),
+                            backward_time=max(tb, 1e-12), chunks=layout.chunks)  # fmt: skip
+    return dict(idle_seconds=[_mean(r.idle_seconds[i] for r in rs for i in steps) for rs in by_stage],
+                busy_seconds=[_mean(r.busy_seconds[i] for r in rs for i in steps) for rs in by_stage],
+                measured_bubble=_mean(_idle_share(by_stage, i) for i in steps), predicted_bubble=sim.bubble_fraction,
+                predicted_idle_seconds=list(sim.idle_time))

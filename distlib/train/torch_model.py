@@ -106,7 +106,7 @@ class TinyTransformer(nn.Module):
 class Chunk(nn.Module):
     """Some of a twin's units as one module: a pipeline stage's model chunk, cut where the book's stages cut.
 
-    ``units`` are unit indices as :func:`distlib.train.stages.chunk_units` gives them (0 the embeddings,
+    ``units`` are unit indices as :func:`distlib.train.pipeline_parallel.chunk_units` gives them (0 the embeddings,
     ``1..layers`` the blocks, ``layers + 1`` the head), contiguous. ``forward`` takes the tokens (a chunk
     holding the embeddings) or the activations before its first block, and returns the activations after
     its last block, or the logits (a chunk holding the head): the loss is the pipeline schedule's

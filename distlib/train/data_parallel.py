@@ -1,4 +1,4 @@
-"""How the trainer's parameters, gradients and Adam moments sit on ranks, and what the ranks send.
+"""Data parallelism in the trainer: DDP and ZeRO-1/2/3, how parameters, gradients and Adam moments sit on ranks.
 
 Data parallelism over ``dp`` ranks, with ZeRO stages (Rajbhandari et al.
 2020) choosing what each rank keeps whole and what it keeps one shard of;
@@ -34,16 +34,16 @@ own collectives (:mod:`distlib.engines.algorithms`, ring algorithm):
     after use; a reduce-scatter of its gradient right after its backward.
     No all-gather after the update. 1.5 times DDP's bytes.
 
-Tensor parallelism (``tp`` ranks, Megatron) lives in the model
-(:mod:`distlib.train.model`): each rank holds its part of every unit, and
-the blocks call :func:`~distlib.engines.algorithms.allreduce` over the
-tensor-parallel group where the model asks (with sequence parallelism,
-``sp``: all-gathers and reduce-scatters along the sequence instead, and
-one small all-reduce of the norms' gradients per block). With both, rank
-``d * tp + t`` is tensor-parallel rank ``t`` of data-parallel group
-member ``d``: two sets of sub-communicators
-(:class:`~distlib.engines.comm.SubComm`) of the world, and the
-data-parallel layouts above act on each rank's tensor-parallel part.
+The layouts act on whatever part of the model a rank holds (its pipeline
+stage's units, cut by tensor parallelism, :mod:`distlib.train.tensor_parallel`),
+over the ranks that hold the same part: the layout's ``replicas``
+(:meth:`distlib.layout.Layout.groups`), which the rank program
+(:mod:`distlib.train.rank`) hands them as a sub-communicator
+(:class:`~distlib.engines.comm.SubComm`) of the world. A unit's forward and
+backward go through ``params``, ``release``, ``grad_buffer`` and
+``grad_done`` (ZeRO-3 gathers and frees there, ZeRO-2 and 3
+reduce-scatter), so the step itself (:class:`distlib.train.pipeline_parallel.Stage`)
+is the same for every layout.
 
 What is counted: :class:`Ledger` adds the bytes of every parameter,
 gradient and moment array a layout holds, when it allocates it, and
@@ -63,7 +63,6 @@ from ..engines.algorithms import allgather, allreduce, reduce_scatter
 from ..ring import chunk_bounds
 from ..walls import zero_stage
 from .adam import Adam
-from .model import Config, backward_unit, forward_unit
 
 __all__ = ["PARTS", "Ledger", "Shards", "Replicated", "ShardedOptimizer", "ShardedGradients", "ShardedParameters",
            "make_layout", "forward_backward"]
@@ -311,46 +310,3 @@ def make_layout(zero: int, specs, units, comm, *, adam: Adam, ledger: Ledger) ->
     sharded = zero_stage(zero).sharded
     level = 3 if "weights" in sharded else 2 if "grads" in sharded else 1 if "optimizer" in sharded else 0
     return _LAYOUTS[level](specs, units, comm, adam, ledger)
-
-
-def forward_backward(layout: _Layout, config: Config, tokens, targets, *, reduce=None, sp=None) -> float:
-    """One forward and backward pass over every unit, through ``layout``; returns this rank's mean loss.
-
-    Each unit's parameters come from ``layout.params`` (ZeRO-3 gathers them
-    there), and each unit's gradient goes to ``layout.grad_buffer`` and is
-    handed over with ``layout.grad_done`` (ZeRO-2 and 3 reduce-scatter it
-    there), so the pass itself is the same for every layout.
-
-    Parameters
-    ----------
-    layout
-        From :func:`make_layout`.
-    config : Config
-    tokens, targets : ndarray
-        This rank's sequences ``(batch, seq)`` and their next tokens.
-    reduce : callable, optional
-        Sums a buffer in place over the tensor-parallel group (``None`` without one).
-    sp : SequenceParallel, optional
-        Sequence parallelism over the tensor-parallel group, instead of ``reduce``
-        (:class:`~distlib.train.model.SequenceParallel`).
-
-    Returns
-    -------
-    float
-        The mean cross-entropy over this rank's tokens.
-    """
-    specs = layout.specs
-    x, caches = tokens, []
-    for k, spec in enumerate(specs):
-        head = k == len(specs) - 1
-        x, cache = forward_unit(spec, layout.params(k), x, config=config, targets=targets if head else None,
-                                reduce=reduce, sp=sp)  # fmt: skip
-        layout.release(k)
-        caches.append(cache)
-    loss, dy = x, None
-    for k in range(len(specs) - 1, -1, -1):
-        grad = layout.grad_buffer(k)
-        dy = backward_unit(specs[k], layout.params(k), dy, caches[k], grad, config=config, reduce=reduce,
-                          sp=sp)  # fmt: skip
-        layout.grad_done(k)
-    return loss

@@ -3,8 +3,8 @@
 :func:`distlib.train.model.forward_unit` and ``backward_unit`` take one of
 these as ``sp`` and call its methods; the model itself imports no engine
 (it sits on the model floor), so the object that runs the collectives lives
-here, beside the launch side that builds it (:mod:`distlib.train.worker`,
-:mod:`distlib.train.pipeline`).
+here, beside the launch side that builds it (:mod:`distlib.train.tensor_parallel`, for
+the rank program :mod:`distlib.train.rank`).
 """
 
 from __future__ import annotations

@@ -1,0 +1,225 @@
+"""One rank of the trainer, for every layout and on either engine.
+
+::
+
+    python -m mpi4py -m distlib.train.rank --dp 2 --tp 2 --steps 5 --seed 0           # an MPI rank
+    run_torch("distlib.train.rank:main", 4, args=[..., "--engine", "gloo"])         # a gloo rank
+
+:func:`distlib.train.launch.train` starts :attr:`Layout.ranks` of these. The
+flags are the layout's (:meth:`distlib.layout.Layout.from_argv`, the one
+parser), the run's (``--steps``, ``--seed``, ``--engine``) and the model's
+size (:data:`CONFIG_FLAGS`, when not the book's). Each rank finds its place
+and its groups in the layout's grid (:meth:`~distlib.layout.Layout.groups`),
+builds the parts that each parallelism owns, and runs the same step:
+
+* :mod:`~distlib.train.data_parallel` -- DDP or ZeRO-1/2/3 over the ranks
+  holding the same parameters (``replicas``);
+* :mod:`~distlib.train.tensor_parallel` -- the model's sums over the
+  tensor-parallel group, or sequence parallelism's all-gathers and
+  reduce-scatters;
+* :mod:`~distlib.train.pipeline_parallel` -- the stage: this rank's chunks
+  of the model and the order of its ops; with one stage and one microbatch
+  it is the plain step, one forward and one backward.
+
+Each hands back a :class:`~distlib.train.results.RankReport` as one report
+line (:mod:`distlib.engines.report`). Progress goes to stderr, from rank 0.
+On gloo the ranks run the very same NumPy program over a communicator that
+moves its buffers through torch.distributed's point-to-point calls
+(:class:`~distlib.engines.torch_numpy.NumpyTorchComm`), so every layout sends
+the same bytes on both engines.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from dataclasses import fields
+
+import numpy as np
+
+from .._check import check_int
+from ..engines.algorithms import allreduce
+from ..engines.comm import CountingComm, SubComm
+from ..layout import Layout
+from .adam import Adam
+from .data import global_batch, local_batch
+from .data_parallel import Ledger, make_layout
+from .microbatches import mean_loss, scale_accumulated, split_microbatches
+from .model import Config, init_units, shard_unit, unit_specs
+from .pipeline_parallel import Stage, stage_ops, stage_units
+from .results import RankReport
+from .tensor_parallel import tensor_parallel
+
+__all__ = ["CONFIG_FLAGS", "ENGINES", "run_argv", "train_rank", "main"]
+
+ENGINES = ("mpi", "gloo")
+"""What ``--engine`` names: MPI ranks (mpi4py) or torch.distributed ranks over gloo."""
+CONFIG_FLAGS = tuple(f.name for f in fields(Config))
+"""The model's sizes as flags (``--hidden 64`` ...), given to the ranks when they are not the book's."""
+
+
+def run_argv(layout: Layout, *, steps: int, seed: int, engine: str, config: Config = Config()) -> list:
+    """The flags a rank is started with: the layout's, the run's, and the model's sizes that differ from the book's.
+
+    >>> run_argv(Layout(tp=2), steps=3, seed=0, engine="mpi")
+    ['--tp', '2', '--steps', '3', '--seed', '0', '--engine', 'mpi']
+    >>> run_argv(Layout(), steps=1, seed=0, engine="gloo", config=Config(hidden=64))[-2:]
+    ['--hidden', '64']
+    """
+    sizes = [[f"--{f.name}", str(getattr(config, f.name))] for f in fields(Config)
+             if getattr(config, f.name) != f.default]  # fmt: skip
+    return [*layout.argv(), "--steps", str(steps), "--seed", str(seed), "--engine", engine, *sum(sizes, [])]
+
+
+def _checksum_part(layout, specs, tp_rank: int) -> float:
+    """This rank's share of the sum of every parameter: its chunks, without the replicated copies off ``tp_rank`` 0."""
+    total = 0.0
+    for k, spec in enumerate(specs):
+        start, values = layout.owned(k)
+        keep = 1.0 - spec.replicated_mask() if tp_rank else np.ones(spec.size)
+        total += float(np.sum(values * keep[start : start + len(values)]))
+    return total
+
+
+def _build(comm, lay: Layout, config: Config, seed: int, adam: Adam) -> tuple:
+    """This rank's parts: its counted world, place, groups, data-parallel layout, stage and op order."""
+    counted = CountingComm(comm)
+    at, groups = lay.coords(comm.rank), lay.groups(comm.rank)
+    data_comm, pp_comm, tp_comm = (SubComm(counted, list(g)) for g in (groups.replicas, groups.pp, groups.tp))
+    chunks = stage_units(at.pp, config.layers, lay.pp, lay.chunks)
+    mine = [u for units in chunks for u in units]
+    full, specs, every = unit_specs(config), unit_specs(config, lay.tp), init_units(config, seed)
+    ledger = Ledger()
+    layout = make_layout(lay.zero, [specs[u] for u in mine], [shard_unit(full[u], every[u], at.tp, lay.tp) for u in mine],
+                         data_comm, adam=adam, ledger=ledger)  # fmt: skip
+    reduce, sp = tensor_parallel(tp_comm, sequence_parallel=lay.sequence_parallel)
+    stage = Stage(config=config, stage=at.pp, pp=lay.pp, chunks=lay.chunks, microbatches=lay.microbatches,
+                  layout=layout, chunk_units=chunks, pp_comm=pp_comm, reduce=reduce, ledger=ledger, sp=sp)
+    ops = stage_ops(lay.schedule, lay.pp, lay.microbatches, at.pp, chunks=lay.chunks)
+    return counted, at, (data_comm, pp_comm), stage, ops, ledger
+
+
+def _flush(stage: Stage, mb_losses, step: int, pp_comm, data_comm) -> float:
+    """After the last op: the summed gradient scaled, the layout's update (its data-parallel collective), the loss."""
+    if stage.accumulates:
+        scale_accumulated(stage.layout.grads, stage.m)
+    stage.layout.update(step)
+    loss = np.array([mean_loss(mb_losses) if mb_losses is not None else 0.0])
+    if pp_comm.size > 1:
+        allreduce(pp_comm, loss)  # only the last stage holds the loss: a sum with zeros brings it to every stage
+    allreduce(data_comm, loss)  # the global batch's loss: the mean of the replicas' means
+    return float(loss[0] / data_comm.size)
+
+
+def _record(times: dict, clock, seconds: float) -> None:
+    """One step's busy, idle, forward and backward seconds (the stage's clock) and its wall time, into ``times``."""
+    for name, value in (("busy", clock.forward + clock.backward), ("idle", clock.idle), ("forward", clock.forward),
+                        ("backward", clock.backward), ("step", seconds)):  # fmt: skip
+        times[name].append(value)
+
+
+def train_rank(comm, layout: Layout, *, steps: int, seed: int, config: Config = Config(), adam: Adam = Adam(),
+               say=None) -> RankReport:  # fmt: skip
+    """Train on this rank of ``comm`` with ``layout`` for ``steps`` steps; this rank's report.
+
+    Every rank of ``comm`` calls it with the same arguments (SPMD).
+
+    Parameters
+    ----------
+    comm : Comm
+        The world: ``layout.ranks`` ranks (MPI under ``mpiexec``, gloo, or threads in tests).
+    layout : Layout
+        The layout; checked against ``config`` here (:meth:`Layout.problem`).
+    steps, seed : int
+        Steps to train; the seed of the parameters and of the data.
+    config, adam
+        The model's sizes and the optimizer (the defaults are the book's).
+    say : callable, optional
+        Called with a progress line after each step.
+
+    Returns
+    -------
+    RankReport
+
+    Raises
+    ------
+    ValueError
+        ``comm`` does not have the layout's ranks, or the layout does not fit ``config`` (one line, the flag named).
+
+    Examples
+    --------
+    One process, two data-parallel ranks under ZeRO-1, two stages accumulating two microbatches: the same losses.
+
+    >>> from distlib.engines.comm import run_threads
+    >>> run = lambda lay: run_threads(lambda c: train_rank(c, lay, steps=2, seed=0), lay.ranks)
+    >>> one, two, pipe = (run(lay)[0] for lay in (Layout(), Layout(dp=2, zero=1), Layout(pp=2, microbatches=2)))
+    >>> abs(one.losses[-1] - two.losses[-1]) < 1e-12, one.comm_bytes, two.comm_bytes > 0, pipe.ops
+    (True, 0, True, ['F0.0', 'F1.0', 'B0.0', 'B1.0'])
+    >>> tp, sp = (run(Layout(tp=2, sequence_parallel=s))[0] for s in (False, True))
+    >>> abs(sp.losses[-1] - one.losses[-1]) < 1e-12, sp.messages > tp.messages
+    (True, True)
+    """
+    if not isinstance(layout, Layout):
+        raise TypeError(f"layout must be a distlib.layout.Layout, got {type(layout).__name__}")
+    steps, seed = check_int("steps", steps, minimum=1), check_int("seed", seed, minimum=0)
+    if comm.size != layout.ranks:
+        raise ValueError(f"the layout's {layout.ranks} ranks ({layout.words()}) must be the ranks of comm "
+                         f"({comm.size})")
+    layout.check(config)
+    counted, at, (data_comm, pp_comm), stage, ops, ledger = _build(comm, layout, config, seed, adam)
+    times = {name: [] for name in ("step", "busy", "idle", "flush", "forward", "backward")}
+    losses, ran_first = [], None
+    for step in range(1, steps + 1):
+        start = time.perf_counter()
+        batch = local_batch(*global_batch(seed, step - 1, batch=config.batch, seq=config.seq, vocab=config.vocab),
+                            at.dp, layout.dp)  # fmt: skip
+        mb_losses, clock, ran = stage.step(ops, split_microbatches(*batch, layout.microbatches))
+        times["flush"].append(time.perf_counter() - start)
+        ran_first = ran_first or ran
+        losses.append(_flush(stage, mb_losses, step, pp_comm, data_comm))
+        _record(times, clock, time.perf_counter() - start)
+        if say is not None:
+            say(f"step {step}/{steps}  loss {losses[-1]:.6f}  {times['step'][-1] * 1e3:.1f} ms")
+    dp_layout = stage.layout
+    return RankReport(rank=comm.rank, dp_rank=at.dp, tp_rank=at.tp, losses=losses,
+                      checksum_part=_checksum_part(dp_layout, dp_layout.specs, at.tp), state_bytes=ledger.peak,
+                      state_parts=ledger.at_peak, comm_bytes=counted.bytes_sent, messages=counted.messages,
+                      step_seconds=times["step"], local_params=sum(dp_layout.sizes), pp_rank=at.pp,
+                      busy_seconds=times["busy"], idle_seconds=times["idle"], flush_seconds=times["flush"],
+                      forward_seconds=times["forward"], backward_seconds=times["backward"], ops=ran_first)  # fmt: skip
+
+
+def _parse(argv) -> tuple:
+    """``(layout, steps, seed, engine, config)`` from a rank's flags (checked by the launching side already)."""
+    parser = argparse.ArgumentParser(prog="python -m distlib.train.rank")
+    Layout.add_arguments(parser)
+    parser.add_argument("--steps", type=int, required=True)
+    parser.add_argument("--seed", type=int, required=True)
+    parser.add_argument("--engine", choices=ENGINES, default="mpi")
+    for f in fields(Config):
+        parser.add_argument(f"--{f.name}", dest=f"config_{f.name}", type=int, default=f.default)
+    ns = parser.parse_args(argv)
+    config = Config(**{f.name: getattr(ns, f"config_{f.name}") for f in fields(Config)})
+    return Layout.from_namespace(ns), ns.steps, ns.seed, ns.engine, config
+
+
+def main(argv=None) -> None:
+    """Entry point of one rank, MPI's (``python -m mpi4py -m distlib.train.rank``) or gloo's (``--engine gloo``)."""
+    from ..engines.report import emit
+
+    layout, steps, seed, engine, config = _parse(sys.argv[1:] if argv is None else argv)
+    if engine == "gloo":
+        from ..engines.torch_numpy import numpy_world
+
+        comm = numpy_world()
+    else:
+        from ..engines.mpi import world
+
+        comm = world()
+    say = (lambda text: print(text, file=sys.stderr, flush=True)) if comm.rank == 0 else None
+    emit(train_rank(comm, layout, steps=steps, seed=seed, config=config, say=say))
+
+
+if __name__ == "__main__":
+    main()
