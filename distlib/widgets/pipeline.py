@@ -68,6 +68,18 @@ class PipelineWidget(FigureWidget):
         The schedule the picture and the text show now.
     """
 
+    #: the chapter's widget as the static-frame tests build it (its constructor's keywords)
+    EXAMPLE = dict(kind="1f1b", stages=4, microbatches=8)
+    #: bad constructor arguments: (label, keywords, error type, text the one-line message must contain)
+    BAD_INPUTS = (
+        ("unknown pipeline schedule", dict(kind="pipedream"), ValueError, "'gpipe', '1f1b', 'interleaved'"),
+        ("three pipeline stages", dict(stages=3), ValueError, "2, 4, 8"),
+        ("microbatches not offered", dict(microbatches=12), ValueError, "8, 16, 32"),
+        ("one chunk for the interleaved schedule", dict(chunks=1), ValueError, "2, 4"),
+        ("fractional chunks", dict(chunks=2.5), TypeError, "2, 4"),
+        ("backward ratio above the buttons", dict(backward_ratio=5), ValueError, "[1, 3]"),
+    )
+
     def __init__(self, *, kind="1f1b", stages=4, microbatches=8, chunks=2, backward_ratio=2.0):
         kind = check_choice("kind", kind, PIPELINE_SCHEDULES)
         stages = check_int_choice("stages", stages, STAGES)

@@ -141,6 +141,17 @@ class PlannerWidget(FigureWidget):
         The numbers the picture and the text show now.
     """
 
+    #: the chapter's widget as the static-frame tests build it (its constructor's keywords)
+    EXAMPLE = dict(model="GPT-3 175B", gpus=1024, global_batch=512)
+    #: bad constructor arguments: (label, keywords, error type, text the one-line message must contain)
+    BAD_INPUTS = (
+        ("a model not on the menu (planner)", dict(model="GPT-4"), ValueError,
+         "'GPT-3 175B', 'Llama 3 405B', 'Megatron 1T'"),
+        ("GPUs not a power of two (planner)", dict(gpus=1000), ValueError, "64, 128, 256"),
+        ("bool for GPUs (planner)", dict(gpus=True), TypeError, "64, 128, 256"),
+        ("global batch not on the menu (planner)", dict(global_batch=1536), ValueError, "256, 512, 1024, 2048, 4096"),
+    )
+
     def __init__(self, *, model="GPT-3 175B", gpus=1024, global_batch=512):
         model = check_choice("model", model, list(PLANNER_MODELS))
         gpus = check_int_choice("gpus", gpus, GPU_COUNTS)

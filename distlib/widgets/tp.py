@@ -90,6 +90,15 @@ class TensorParallelWidget(FigureWidget):
         The numbers the picture and the text show now.
     """
 
+    #: the chapter's widget as the static-frame tests build it (its constructor's keywords)
+    EXAMPLE = dict(tp=8)
+    #: bad constructor arguments: (label, keywords, error type, text the one-line message must contain)
+    BAD_INPUTS = (
+        ("three tensor-parallel ranks", dict(tp=3), ValueError, "1, 2, 4, 8, 16"),
+        ("unknown recomputation", dict(recompute="some"), ValueError, "'none', 'selective', 'full'"),
+        ("unknown placement", dict(placement="pcie"), ValueError, "'nvlink', 'nic'"),
+    )
+
     def __init__(self, *, tp=8, sequence_parallel=False, recompute="none", placement="nvlink",
                  hidden=GPT3_LAYER["hidden"], heads=GPT3_LAYER["heads"], seq=GPT3_LAYER["seq"],
                  micro_batch=GPT3_LAYER["micro_batch"], accelerator="H100", matmul_efficiency=0.5):

@@ -94,6 +94,17 @@ class ZeroWidget(FigureWidget):
         The numbers the picture and the text show now.
     """
 
+    #: the chapter's widget as the static-frame tests build it (its constructor's keywords)
+    EXAMPLE = dict(params=70e9, gpus=8, stage=0)
+    #: bad constructor arguments: (label, keywords, error type, text the one-line message must contain)
+    BAD_INPUTS = (
+        ("model too small for the slider (zero)", dict(params=1e6), ValueError, "[1e+09, 1e+12]"),
+        ("NaN parameters (zero)", dict(params=float("nan")), ValueError, "[1e+09, 1e+12]"),
+        ("three GPUs (zero)", dict(gpus=3), ValueError, "1, 2, 4, 8"),
+        ("ZeRO stage 5 (zero)", dict(stage=5), ValueError, "0, 1, 2, 3"),
+        ("accelerator not in the table (zero)", dict(accelerator="V100"), ValueError, "known: A100, H100"),
+    )
+
     def __init__(self, *, params=70e9, gpus=64, stage=3, accelerator="H100"):
         lo, hi = PARAMS_LOG10
         params = check_real_in("params", params, 10**lo, 10**hi)
