@@ -47,6 +47,14 @@ sequence is all-gathered again before the head (final norm and output
 projection, replicated here: not vocabulary-parallel as in Megatron), whose
 backward then just keeps this rank's positions, without communication.
 
+Context parallelism (``cp``, chapter "Context parallelism") cuts the
+sequence instead: the model is handed a
+:class:`distlib.train.context_parallel.ContextParallel`, every unit sees
+only that rank's positions of each sequence (``cp.positions``, which the
+embeddings also look their positions up with), and each attention asks
+``cp`` for its output and, backward, for the gradients of its queries, keys
+and values; the rest of a block works position by position, unchanged.
+
 The chapter on parallel training (Part IV) teaches with it; the layouts
 that run it over ranks are in :mod:`distlib.train.data_parallel`.
 """
