@@ -68,8 +68,8 @@ __all__ = ["CP_KINDS", "SPLITS", "FORWARD_MATMULS", "BACKWARD_MATMULS", "cp_chun
            "softmax_attention", "softmax_attention_backward", "block_attention", "block_attention_backward",
            "merge_partials", "online_softmax_attention", "RingHop", "RingAttention", "ring_attention",
            "causal_pairs", "chunk_pairs", "work_imbalance", "alltoall_time", "CPComm", "cp_comm",
-           "cp_collectives", "RingTimeline", "ring_timeline", "ring_overlap_tokens", "CPLayer", "cp_layer",
-           "cp_activation_bytes_per_layer"]
+           "cp_collectives", "RingTimeline", "ring_timeline", "ring_overlap_tokens", "ring_step_saving", "CPLayer",
+           "cp_layer", "cp_activation_bytes_per_layer"]
 
 SPLITS = ("zigzag", "contiguous")
 """How the sequence is cut over the ranks: ``2 cp`` zig-zag chunks (rank ``c``: chunks ``c`` and ``2 cp - 1 - c``),
@@ -923,6 +923,34 @@ def ring_overlap_tokens(*, flops, bandwidth, heads: int, head_dim: int, kv_heads
     w = check_real("work", work, minimum=0, maximum=1, strict_min=True)
     a, c = 4 * w * h * d / f, 2 * hkv * d * beta / bw
     return float((c + math.sqrt(c * c + 4 * a * alpha)) / (2 * a))
+
+
+def ring_step_saving(*, layers: int, cp: int, attention_seconds: float, hop_seconds: float) -> float:
+    """Seconds of a training step that overlapping a zig-zag ring saves over the blocking ring.
+
+    Each of ``layers`` layers runs a forward and a backward pass round the ring. ``attention_seconds`` is one
+    layer's attention compute on one rank, forward and backward (what the trainer measures), shared out by
+    FLOPs: :data:`FORWARD_MATMULS` against :data:`BACKWARD_MATMULS` between the passes, and within a pass
+    three chunk pairs for the rank's own block and two for each other (the zig-zag split). A forward hop
+    carries one block (``hop_seconds``), a backward hop the block and a block's gradient (twice that). Each
+    pass's saving is the blocking :func:`ring_timeline` minus the overlapped one.
+
+    Examples
+    --------
+    Two ranks, blocks far longer than hops: every hop hides, ``3 (cp - 1)`` hops a layer.
+
+    >>> round(ring_step_saving(layers=4, cp=2, attention_seconds=1.0, hop_seconds=0.01), 9)
+    0.12
+    """
+    layers, cp = check_int("layers", layers, minimum=1), check_int("cp", cp, minimum=1)
+    seconds = check_real("attention_seconds", attention_seconds, minimum=0)
+    hop = check_real("hop_seconds", hop_seconds, minimum=0)
+    share = [3.0] + [2.0] * (cp - 1)
+    total, saving = FORWARD_MATMULS + BACKWARD_MATMULS, 0.0
+    for matmuls, transfer in ((FORWARD_MATMULS, hop), (BACKWARD_MATMULS, 2 * hop)):
+        blocks = [seconds * matmuls / total * s / sum(share) for s in share]
+        saving += ring_timeline(blocks, transfer, overlap=False).step_time - ring_timeline(blocks, transfer).step_time
+    return layers * saving
 
 
 # ---- memory and time per rank ---------------------------------------------------------------------------------

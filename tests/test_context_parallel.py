@@ -141,3 +141,15 @@ def test_bad_input_is_one_line_naming_the_parameter(call, match):
     with pytest.raises((ValueError, TypeError), match=match) as err:
         call()
     assert "\n" not in str(err.value)
+
+
+@settings(max_examples=40, deadline=None)
+@given(cp=st.integers(2, 8), layers=st.integers(1, 4), seconds=st.floats(1e-3, 1.0), hop=st.floats(0.0, 1.0))
+def test_ring_step_saving_is_what_the_timelines_hide(cp, layers, seconds, hop):
+    saving = cpm.ring_step_saving(layers=layers, cp=cp, attention_seconds=seconds, hop_seconds=hop)
+    # never more than the hops themselves, never more than the compute they hide under
+    hops = layers * (cp - 1) * (hop + 2 * hop)
+    assert -1e-12 <= saving <= hops + 1e-12
+    assert saving <= layers * seconds + 1e-12
+    if hop <= seconds * cpm.FORWARD_MATMULS / (cpm.FORWARD_MATMULS + cpm.BACKWARD_MATMULS) * 2 / (2 * cp + 1):
+        assert math.isclose(saving, hops, rel_tol=1e-9, abs_tol=1e-15)  # every hop fits under its block

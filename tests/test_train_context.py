@@ -167,3 +167,17 @@ def test_a_bad_cp_flag_is_one_line_naming_it(argv, flag):
     assert proc.returncode == 2 and proc.stdout == ""
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and flag in lines[0], proc.stderr
+
+
+@pytest.mark.engines
+@pytest.mark.slow
+@pytest.mark.skipif(_root_with_cluster() is not None, reason=str(_root_with_cluster()))
+def test_ring_overlap_measured_across_two_nodes_gives_the_blocking_rings_numbers():
+    from distlib.train.context_parallel import RING_BENCH_CONFIG, measure_ring_overlap
+
+    run = measure_ring_overlap(cp=2, link_gbit=1.0, steps=2, repeats=1)
+    assert run.losses_equal
+    c = RING_BENCH_CONFIG
+    assert run.block_bytes == 2 * c["batch"] * c["heads"] * (c["seq"] // 2) * (c["hidden"] // c["heads"]) * 8
+    assert run.blocking_wait_seconds > 0 and run.overlapped_wait_seconds >= 0
+    assert 0 < run.predicted_overlapped_seconds <= run.blocking_seconds

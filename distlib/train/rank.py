@@ -203,7 +203,8 @@ def train_rank(comm, layout: Layout, *, steps: int, seed: int, config: Config = 
                       busy_seconds=times["busy"], idle_seconds=times["idle"], flush_seconds=times["flush"],
                       forward_seconds=times["forward"], backward_seconds=times["backward"], ops=ran_first,
                       activation_bytes=stage.activation_peak, attention_flops=stage.cp.flops if stage.cp else 0,
-                      attention_seconds=stage.cp.seconds if stage.cp else 0.0)  # fmt: skip
+                      attention_seconds=stage.cp.seconds if stage.cp else 0.0,
+                      attention_wait_seconds=stage.cp.wait_seconds if stage.cp else 0.0)  # fmt: skip
 
 
 def _parse(argv) -> tuple:

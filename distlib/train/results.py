@@ -51,7 +51,8 @@ class RankReport:
     activations it kept for backward passes at once (the caches its stage
     held, :attr:`distlib.train.pipeline_parallel.Stage.activation_peak`);
     with context parallelism ``attention_flops`` and ``attention_seconds``
-    are the attention products it ran over the whole run and their time.
+    are the attention products it ran over the whole run and their time,
+    ``attention_wait_seconds`` the time it waited for their messages.
     """
 
     rank: int
@@ -75,6 +76,7 @@ class RankReport:
     activation_bytes: int = 0
     attention_flops: int = 0
     attention_seconds: float = 0.0
+    attention_wait_seconds: float = 0.0
 
 
 def _mean(values) -> float:
