@@ -68,8 +68,8 @@ __all__ = ["CP_KINDS", "SPLITS", "FORWARD_MATMULS", "BACKWARD_MATMULS", "cp_chun
            "softmax_attention", "softmax_attention_backward", "block_attention", "block_attention_backward",
            "merge_partials", "online_softmax_attention", "RingHop", "RingAttention", "ring_attention",
            "causal_pairs", "chunk_pairs", "work_imbalance", "alltoall_time", "CPComm", "cp_comm",
-           "cp_collectives", "RingTimeline", "ring_timeline", "ring_overlap_tokens", "ring_step_saving", "CPLayer",
-           "cp_layer", "cp_activation_bytes_per_layer"]
+           "cp_collectives", "RingTimeline", "ring_timeline", "ring_work", "RingSchedule", "ring_schedule",
+           "ring_overlap_tokens", "ring_step_saving", "CPLayer", "cp_layer", "cp_activation_bytes_per_layer"]
 
 SPLITS = ("zigzag", "contiguous")
 """How the sequence is cut over the ranks: ``2 cp`` zig-zag chunks (rank ``c``: chunks ``c`` and ``2 cp - 1 - c``),
@@ -891,6 +891,97 @@ def ring_timeline(compute_times, comm_times, *, overlap: bool = True) -> RingTim
             free = te[h] = ts[h] + t[h]
     return RingTimeline(compute_times=c, comm_times=t, overlap=overlap, compute_start=cs, compute_end=ce,
                         comm_start=ts, comm_end=te)
+
+
+def ring_work(seq: int, cp: int, *, split: str = "zigzag") -> np.ndarray:
+    """Query-key pairs rank ``r`` computes at hop ``h`` (with the keys of rank ``r - h``): a ``(cp, cp)`` array.
+
+    Each row adds up to the rank's :func:`causal_pairs`.
+
+    >>> ring_work(16, 4, split="contiguous")[3].tolist(), ring_work(16, 4)[3].tolist()
+    ([10, 16, 16, 16], [10, 8, 8, 8])
+    """
+    cp = check_int("cp", cp, minimum=1)
+    positions = [cp_positions(seq, cp, r, split=split) for r in range(cp)]
+    out = np.zeros((cp, cp), dtype=np.int64)
+    for r in range(cp):
+        for h in range(cp):
+            keys = positions[(r - h) % cp]
+            out[r, h] = int(np.sum(positions[r][:, None] >= keys[None, :]))
+    return out
+
+
+@dataclass(frozen=True)
+class RingSchedule:
+    """Every rank's pass round the ring, each waiting for the block its neighbour passes on.
+
+    Attributes
+    ----------
+    compute_times : ndarray, shape (cp, cp)
+        Rank ``r``'s compute at hop ``h``.
+    comm_time : float
+        One hop's transfer.
+    overlap : bool
+    compute_start, compute_end : ndarray, shape (cp, cp)
+    """
+
+    compute_times: np.ndarray
+    comm_time: float
+    overlap: bool
+    compute_start: np.ndarray
+    compute_end: np.ndarray
+
+    @property
+    def step_time(self) -> float:
+        """When the last rank's last block is done."""
+        return float(self.compute_end[:, -1].max())
+
+    @property
+    def busy(self) -> np.ndarray:
+        """Each rank's compute seconds."""
+        return self.compute_times.sum(axis=1)
+
+    @property
+    def idle(self) -> np.ndarray:
+        """Each rank's seconds without compute until the step ends: waiting for hops, or done early."""
+        return self.step_time - self.busy
+
+
+def ring_schedule(compute_times, comm_time, *, overlap: bool = True) -> RingSchedule:
+    """Lay every rank's ring out in time: rank ``r`` gets hop ``h``'s block from rank ``r - 1``.
+
+    A hop's transfer starts once both neighbours have posted it: overlapped, when each starts the compute
+    of the block before (the sender passes on the block it is computing with); blocking, when each has
+    finished it. It takes ``comm_time``. A rank computes hop ``h`` once hop ``h - 1`` is done and the block
+    has arrived (blocking: and its own send of the block before has gone). With every rank's times equal
+    this is :func:`ring_timeline`; with a contiguous split's unequal blocks the ranks with less work wait.
+
+    Examples
+    --------
+    >>> r = ring_schedule(np.full((4, 4), 2.0), 1.0)
+    >>> r.step_time == ring_timeline([2.0] * 4, 1.0).step_time
+    True
+    >>> uneven = ring_schedule(ring_work(16, 4, split="contiguous") / 16, 0.1)
+    >>> uneven.step_time, uneven.idle.round(2).tolist()
+    (3.625, [3.0, 2.0, 1.0, 0.0])
+    """
+    c = np.asarray(compute_times, dtype=float)
+    if c.ndim != 2 or c.shape[0] != c.shape[1] or c.size == 0 or np.any(~np.isfinite(c)) or np.any(c < 0):
+        raise ValueError(f"compute_times must be a square (cp, cp) array of seconds >= 0, got shape {c.shape}")
+    t = check_real("comm_time", comm_time, minimum=0)
+    overlap = check_bool("overlap", overlap)
+    p = c.shape[0]
+    start, end = np.zeros_like(c), np.zeros_like(c)
+    for h in range(p):
+        for r in range(p):
+            start[r, h] = end[r, h - 1] if h else 0.0
+        if h:
+            posted = start[:, h - 1] if overlap else end[:, h - 1]
+            arrive = np.array([max(posted[(r - 1) % p], posted[r]) + t for r in range(p)])
+            sent = np.roll(arrive, -1)  # rank r's own send ends when rank r + 1 has it
+            start[:, h] = np.maximum(start[:, h], arrive if overlap else np.maximum(arrive, sent))
+        end[:, h] = start[:, h] + c[:, h]
+    return RingSchedule(compute_times=c, comm_time=t, overlap=overlap, compute_start=start, compute_end=end)
 
 
 def ring_overlap_tokens(*, flops, bandwidth, heads: int, head_dim: int, kv_heads: int | None = None,

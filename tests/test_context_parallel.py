@@ -153,3 +153,22 @@ def test_ring_step_saving_is_what_the_timelines_hide(cp, layers, seconds, hop):
     assert saving <= layers * seconds + 1e-12
     if hop <= seconds * cpm.FORWARD_MATMULS / (cpm.FORWARD_MATMULS + cpm.BACKWARD_MATMULS) * 2 / (2 * cp + 1):
         assert math.isclose(saving, hops, rel_tol=1e-9, abs_tol=1e-15)  # every hop fits under its block
+
+
+@settings(max_examples=30, deadline=None)
+@given(cp=st.integers(1, 8), c=st.floats(0.0, 3.0), t=st.floats(0.0, 3.0), overlap=st.booleans())
+def test_ring_schedule_of_equal_ranks_is_the_one_rank_timeline(cp, c, t, overlap):
+    many = cpm.ring_schedule(np.full((cp, cp), c), t, overlap=overlap)
+    one = ring_timeline([c] * cp, t, overlap=overlap)
+    assert math.isclose(many.step_time, one.step_time, rel_tol=1e-12, abs_tol=1e-12)
+
+
+@pytest.mark.parametrize("cp", [2, 4, 8])
+def test_ring_work_rows_are_each_ranks_causal_pairs(cp):
+    for split in cpm.SPLITS:
+        work = cpm.ring_work(32 * cp, cp, split=split)
+        assert work.sum(axis=1).tolist() == causal_pairs(32 * cp, cp, split=split).tolist()
+    # with hops hidden, a contiguous ring's step is its busiest rank's work; zig-zag's is within 10% of the mean
+    cont = cpm.ring_schedule(cpm.ring_work(32 * cp, cp, split="contiguous"), 0.0)
+    zig = cpm.ring_schedule(cpm.ring_work(32 * cp, cp), 0.0)
+    assert cont.step_time == cont.busy.max() and zig.step_time <= 1.1 * zig.busy.mean()
