@@ -6,11 +6,11 @@
     sudo .venv/bin/python benchmarks/bench_context.py --link-gbit 0.5 --cp 4 --steps 4 --json
 
 As root (the mini cluster's network namespaces), for each link rate:
-:func:`distlib.train.context_parallel.measure_ring_overlap` makes a fresh cluster of two nodes joined by a
+:func:`distlib.train.ring_overlap.measure_ring_overlap` makes a fresh cluster of two nodes joined by a
 link throttled to that rate per direction and runs the book's trainer with ``--cp C`` (ring) across it,
 ``C / 2`` ranks a node, overlapped (each hop's send and receive posted before the block it hides under,
 what the trainer runs) and blocking (``--cp-blocking``), alternately. The model is bigger than the book's
-(:data:`~distlib.train.context_parallel.RING_BENCH_CONFIG`) so that a block's compute and a hop's transfer
+(:data:`~distlib.train.ring_overlap.RING_BENCH_CONFIG`) so that a block's compute and a hop's transfer
 are of a size.
 
 Printed side by side, per link: the hop's transfer at the link's rate, the fastest step of each mode
@@ -33,7 +33,7 @@ import os
 import sys
 
 from distlib.measure import describe_cpu
-from distlib.train.context_parallel import RING_BENCH_CONFIG, measure_ring_overlap
+from distlib.train.ring_overlap import RING_BENCH_CONFIG, measure_ring_overlap
 
 
 def main(argv=None) -> int:

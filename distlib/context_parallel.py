@@ -902,13 +902,19 @@ def ring_work(seq: int, cp: int, *, split: str = "zigzag") -> np.ndarray:
     ([10, 16, 16, 16], [10, 8, 8, 8])
     """
     cp = check_int("cp", cp, minimum=1)
-    positions = [cp_positions(seq, cp, r, split=split) for r in range(cp)]
+    chunks = [cp_chunks(seq, cp, r, split=split) for r in range(cp)]
     out = np.zeros((cp, cp), dtype=np.int64)
     for r in range(cp):
         for h in range(cp):
-            keys = positions[(r - h) % cp]
-            out[r, h] = int(np.sum(positions[r][:, None] >= keys[None, :]))
+            out[r, h] = sum(_pairs(qa, qb, ka, kb) for qa, qb in chunks[r] for ka, kb in chunks[(r - h) % cp])
     return out
+
+
+def _pairs(qa: int, qb: int, ka: int, kb: int) -> int:
+    """Pairs ``(q, k)`` with ``qa <= q < qb``, ``ka <= k < kb`` and ``k <= q``."""
+    lo, hi = max(qa, ka), min(qb, kb)
+    some = (hi - lo) * (lo - ka + 1 + hi - ka) // 2 if hi > lo else 0  # queries among the keys: a triangle
+    return some + max(0, qb - max(qa, kb)) * (kb - ka)  # queries after every key: all of them
 
 
 @dataclass(frozen=True)

@@ -172,3 +172,12 @@ def test_ring_work_rows_are_each_ranks_causal_pairs(cp):
     cont = cpm.ring_schedule(cpm.ring_work(32 * cp, cp, split="contiguous"), 0.0)
     zig = cpm.ring_schedule(cpm.ring_work(32 * cp, cp), 0.0)
     assert cont.step_time == cont.busy.max() and zig.step_time <= 1.1 * zig.busy.mean()
+
+
+@settings(max_examples=40, deadline=None)
+@given(cp=st.integers(1, 5), m=st.integers(1, 5), split=st.sampled_from(cpm.SPLITS))
+def test_ring_work_counts_every_pair_the_mask_leaves(cp, m, split):
+    seq = 2 * cp * m
+    pos = [cp_positions(seq, cp, r, split=split) for r in range(cp)]
+    brute = [[int(np.sum(pos[r][:, None] >= pos[(r - h) % cp][None, :])) for h in range(cp)] for r in range(cp)]
+    assert cpm.ring_work(seq, cp, split=split).tolist() == brute

@@ -49,6 +49,8 @@ MODEL_MODULES = {
     "distlib.overlap.zero",  # ZeRO-3 on chapter 8's two streams (chapter 10)
     # Part IV: parallel training
     "distlib.pipeline_schedule", "distlib.activations",
+    # Part V: long sequences
+    "distlib.context_parallel",
     # Part IV: choosing a layout (the model's shape, the published runs, the planner)
     "distlib.planner.model", "distlib.planner.published", "distlib.planner",
     # the bench's typed results, beside its launchers: plots and the mini cluster take them

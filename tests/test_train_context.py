@@ -173,7 +173,7 @@ def test_a_bad_cp_flag_is_one_line_naming_it(argv, flag):
 @pytest.mark.slow
 @pytest.mark.skipif(_root_with_cluster() is not None, reason=str(_root_with_cluster()))
 def test_ring_overlap_measured_across_two_nodes_gives_the_blocking_rings_numbers():
-    from distlib.train.context_parallel import RING_BENCH_CONFIG, measure_ring_overlap
+    from distlib.train.ring_overlap import RING_BENCH_CONFIG, measure_ring_overlap
 
     run = measure_ring_overlap(cp=2, link_gbit=1.0, steps=2, repeats=1)
     assert run.losses_equal
