@@ -56,3 +56,19 @@ def test_the_schedule_draws_a_box_per_block_with_work(ax):
     work = ring_work(64, 4, split="contiguous")
     art = plot_ring_schedule(ax, ring_schedule(work, 3.0))
     assert len(art["boxes"].get_paths()) == int(np.count_nonzero(work))
+
+
+def test_on_a_phone_the_panels_stand_in_one_column():
+    from distlib.static.pictures import render_pair
+
+    fig, axes = plt.subplots(1, 3, figsize=(6.4, 2.9))
+    plot_rank_work(axes[0], 256, 4)
+    for ax in axes[1:]:
+        plot_ring_schedule(ax, ring_schedule(ring_work(256, 4), 0.25))
+    fig.tight_layout()
+    from distlib.plots.context import phone_column
+
+    phone_column(fig, height=700)
+    wide, narrow = render_pair(fig, compact=False, strict=True)
+    assert narrow.height > 2 * wide.height * narrow.width / wide.width  # stacked, not squeezed side by side
+    plt.close(fig)

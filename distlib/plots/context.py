@@ -19,9 +19,10 @@ from matplotlib.collections import PolyCollection
 from matplotlib.patches import Circle, FancyArrowPatch, Patch, Rectangle
 
 from ..context_parallel import SPLITS, causal_pairs, cp_chunks
+from ..static.phone import phone_layout
 
 __all__ = ["RANK_COLORS", "WAIT_COLOR", "rank_color", "chunk_owners", "plot_ring", "plot_causal_mask",
-           "plot_rank_work", "plot_ring_schedule", "rank_legend_handles"]
+           "plot_rank_work", "plot_ring_schedule", "rank_legend_handles", "phone_column"]
 
 #: One colour per rank (eight, colour-blind safe after Okabe and Ito, darker where white text sits on them).
 RANK_COLORS = ("#0b5d9e", "#c25500", "#1a7f5a", "#a0447c", "#5b6b00", "#8a5a00", "#3b3b98", "#8c2d19")
@@ -130,6 +131,8 @@ def plot_rank_work(ax, seq: int, cp: int) -> dict:
         bars[split] = ax.bar(x + (i - 0.5) * width, work / work.mean(), width,
                              color=["#bbbbbb", "#0b5d9e"][i], label=split.replace("zigzag", "zig-zag"))
     ax.axhline(1.0, color="black", linewidth=0.8)
+    top = max(float(np.max(b.datavalues)) for b in bars.values())
+    ax.set_ylim(0, top * 1.45)  # room above the bars for a legend
     ax.set_xticks(x, [str(r) for r in range(cp)])
     ax.set_xlabel("rank")
     ax.set_ylabel("attention work / mean")
@@ -168,3 +171,19 @@ def plot_ring_schedule(ax, schedule, *, xmax: float | None = None, unit: float =
 def rank_legend_handles(cp: int) -> list:
     """One patch per rank, for a legend: ``"rank r"`` in its colour."""
     return [Patch(color=rank_color(r), label=f"rank {r}") for r in range(cp)]
+
+
+def _one_column(fig) -> None:
+    """The phone copy's panels one under the other (the copy then gets constrained layout)."""
+    axes = list(fig.axes)
+    grid = fig.add_gridspec(len(axes), 1)
+    for i, ax in enumerate(axes):
+        ax.set_subplotspec(grid[i, 0])
+        if ax.get_ylabel() == "" and i:  # a row of panels shares one label; a column needs it on each
+            ax.set_ylabel("rank")
+
+
+def phone_column(fig, *, height: float) -> None:
+    """On a phone, ``fig``'s panels one under the other, ``height`` CSS px in all
+    (:func:`distlib.static.phone.phone_layout`)."""
+    phone_layout(fig, height=height, adjust=_one_column)

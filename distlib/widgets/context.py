@@ -112,7 +112,7 @@ class ContextWidget(FigureWidget):
                                       continuous_update=False, layout=control_layout())
         transfers = sorted({*TRANSFERS, float(transfer)})
         self.transfer_dropdown = w.Dropdown(options=[(f"{t:g}", t) for t in transfers], value=float(transfer),
-                                            description="hop transfer / block compute", style=style,
+                                            description="transfer / block compute", style=style,
                                             layout=control_layout())
         self.overlap_box = w.Checkbox(value=overlap, description="overlap each hop with the block before",
                                       indent=False, layout=control_layout())
