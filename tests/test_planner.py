@@ -295,3 +295,12 @@ def test_hfu_counts_recomputation_apart_from_mfu_and_stays_near_korthikantis_pri
         assert s.hfu > s.mfu
         assert s.hfu / s.mfu < r.printed_hfu / r.printed  # they charge selective recomputation 12 s h, we 4 s h
         assert abs(s.hfu / r.printed_hfu - 1) < 0.05
+
+
+def test_a_steps_name_and_layout_say_what_it_ran():
+    gpt3 = dl.transformer(96, 12288, 96, seq=2048, vocab=51200)
+    selene = dl.gpu_cluster(128, accelerator="A100", nic_bandwidth=8 * 25e9)
+    s = dl.layout_step(gpt3, selene, global_batch=1024, dp=16, tp=8, pp=8, schedule="interleaved", zero=1)
+    assert (s.layout.dp, s.layout.tp, s.layout.pp, s.layout.zero, s.layout.schedule) == (16, 8, 8, 1, "interleaved")
+    assert s.layout.microbatches == 1024 // (16 * s.micro_batch) and s.chunks == s.layout.chunks >= 2
+    assert s.name == (f"dp16 tp8 pp8 cp1 zero1 selective sp interleaved v{s.chunks} b{s.micro_batch}")

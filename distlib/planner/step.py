@@ -70,6 +70,7 @@ from ..context_parallel import cp_activation_bytes_per_layer, cp_collectives
 from ..gpu_cluster import GpuCluster, calibration, gpu_cluster, predict_time
 from .published import published_layouts
 from .model import Transformer, transformer
+from .tensor_parallel import tp_collectives_per_layer, tp_message_bytes
 from ..units import gbit_to_bytes_per_s
 from ..walls import RECIPES, training_flops, zero_stage, zero_state_bytes_per_gpu
 
@@ -150,8 +151,8 @@ class LayoutStep:
     def name(self) -> str:
         """A short name, e.g. ``dp8 tp4 pp12 cp1 zero1 full``."""
         lay = self.layout
-        return (f"dp{lay.layout.dp} tp{lay.layout.tp} pp{lay.layout.pp} cp{lay.layout.cp} zero{lay.layout.zero} {self.recompute}"
-                f"{' sp' if lay.layout.sequence_parallel else ''} {lay.layout.schedule} v{lay.layout.chunks} b{self.micro_batch}")
+        return (f"dp{lay.dp} tp{lay.tp} pp{lay.pp} cp{lay.cp} zero{lay.zero} {self.recompute}"
+                f"{' sp' if lay.sequence_parallel else ''} {lay.schedule} v{lay.chunks} b{self.micro_batch}")
 
 
 @dataclass(frozen=True)
@@ -244,8 +245,7 @@ def _comm_terms(model: Transformer, cluster: GpuCluster, lay: _Plan) -> tuple:
     layers = _stage_layers(model, lay.layout.pp, lay.layout.chunks)
     b, s, h = lay.micro_batch, model.seq / lay.layout.cp, model.hidden
     tp_group = _group(cluster, (lay.layout.tp, 1))
-    n_tp = 6 if lay.recompute == "full" else 4
-    tp = layers * n_tp * _time("allreduce", _BF16 * b * s * h, tp_group)
+    tp = layers * tp_collectives_per_layer(lay.recompute) * _time("allreduce", tp_message_bytes(s, b, h), tp_group)
     cp_group = _group(cluster, (lay.layout.cp, lay.layout.tp))
     shape = dict(seq=model.seq, heads=model.heads, head_dim=model.hidden // model.heads, kv_heads=model.kv_heads,
                  cp=lay.layout.cp, tp=lay.layout.tp, batch=b, bytes_per_value=_BF16)
