@@ -691,6 +691,7 @@ class CPComm:
 
     @property
     def messages(self) -> int:
+        """Forward and backward messages."""
         return self.forward_messages + self.backward_messages
 
     def time(self, *, alpha, bandwidth, phase: str | None = None) -> float:
