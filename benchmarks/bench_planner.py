@@ -47,8 +47,8 @@ Where the model misses, and why (the figures this script prints):
   microbatches in flight, equal layers per stage) puts that at 97 GB at
   DP 64, so the planner recomputes. Without recomputation the same layout
   predicts 42 % against 43 % printed (printed below). At 128K it comes out
-  9 % high: the FLOP count charges every token the whole sequence, as PaLM's
-  does, and Llama's kernels pay for the causal mask's imbalance.
+  7 % high: the FLOP count charges every token the whole sequence, as PaLM's
+  does (Llama's zig-zag chunks balance the causal mask's work, chapter 14).
 * BLOOM comes out 10 % low: its Omni-Path network is modelled as
   InfiniBand of the same rate, uncalibrated, and its 8-way data-parallel
   all-reduce gets the fitted exposure.

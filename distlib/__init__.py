@@ -55,6 +55,14 @@ from .planner import (LAYOUT_SCHEDULES, ATTENTION_KERNELS, BREAKDOWN_TERMS, MIN_
                      planner_constants, LayoutStep, layout_step, plan_layouts)
 from .planner.published import PublishedLayout, published_layouts
 
+# Part V: long sequences (context parallelism)
+from .context_parallel import (SPLITS, cp_chunks, cp_positions, softmax_attention, softmax_attention_backward,
+                               block_attention, block_attention_backward, merge_partials, online_softmax_attention,
+                               RingHop, RingAttention, ring_attention, causal_pairs, chunk_pairs, work_imbalance,
+                               CPComm, cp_comm, cp_collectives, RingTimeline, ring_timeline, ring_work, RingSchedule,
+                               ring_schedule, ring_overlap_tokens, ring_step_saving, CPLayer, cp_layer,
+                               cp_activation_bytes_per_layer)
+
 # units, shown numbers and notebook helpers
 from .units import gbit_to_bytes_per_s, bytes_per_s_to_gbit
 from .fmt import Text, si, fmt_bytes, fmt_seconds, fmt_rate, fmt_flops, fmt_share
@@ -88,6 +96,11 @@ CONTRACT = (
     "bucket_gradients", "ddp_step", "gradient_profile", "bucket_sweep", "DDP_FIRST_BUCKET_BYTES", "compare_ddp",
     "cg_iteration_time",
     "collectives",
+    # chapter 14: context parallelism
+    "online_softmax_attention", "softmax_attention", "softmax_attention_backward", "merge_partials",
+    "ring_attention", "causal_pairs", "work_imbalance", "ring_work", "ring_schedule", "ring_timeline",
+    "ring_overlap_tokens", "ring_step_saving", "cp_comm", "cp_layer", "cp_activation_bytes_per_layer",
+    "cp_positions", "cp_collectives", "published_layouts",
 )
 
 # Everything exported: the names imported above, and the model modules the chapters reach as
@@ -134,6 +147,12 @@ __all__ = [
     # transformer_model, layout, layout_published
     "Transformer", "transformer", "LAYOUT_SCHEDULES", "ATTENTION_KERNELS", "BREAKDOWN_TERMS", "MIN_CP_TOKENS",
     "PlannerConstants", "planner_constants", "LayoutStep", "layout_step", "plan_layouts", "PublishedLayout", "published_layouts",
+    # context parallelism
+    "SPLITS", "cp_chunks", "cp_positions", "softmax_attention", "softmax_attention_backward", "block_attention",
+    "block_attention_backward", "merge_partials", "online_softmax_attention", "RingHop", "RingAttention",
+    "ring_attention", "causal_pairs", "chunk_pairs", "work_imbalance", "CPComm", "cp_comm", "cp_collectives",
+    "RingTimeline", "ring_timeline", "ring_work", "RingSchedule", "ring_schedule", "ring_overlap_tokens",
+    "ring_step_saving", "CPLayer", "cp_layer", "cp_activation_bytes_per_layer",
     # units, fmt, notebook
     "gbit_to_bytes_per_s", "bytes_per_s_to_gbit",
     "Text", "si", "fmt_bytes", "fmt_seconds", "fmt_rate", "fmt_flops", "fmt_share",
