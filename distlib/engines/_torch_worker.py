@@ -4,7 +4,9 @@
 ``package.module:function``, ``package.module`` or ``path/to/script.py``.
 An uncaught exception prints its traceback and ends the process with status
 1 at once (``os._exit``), without waiting in interpreter shutdown for peers
-that may be gone; the launcher then stops the other ranks.
+that may be gone; the launcher then stops the other ranks. A rank that ends
+well meets its peers at a barrier, takes the process group down and leaves
+the same way, with status 0.
 """
 
 from __future__ import annotations
@@ -29,8 +31,14 @@ def _run(target: str, args: list) -> None:
 
 
 def _shutdown() -> None:
+    """Every rank at the end together, then the process group taken down (a rank that tore it down while a peer
+    still sent to it left that peer's gloo threads to die with the process)."""
     dist = sys.modules.get("torch.distributed")
     if dist is not None and dist.is_available() and dist.is_initialized():
+        try:
+            dist.barrier()
+        except RuntimeError:  # a peer is gone: nothing to wait for
+            pass
         dist.destroy_process_group()
 
 
@@ -43,6 +51,12 @@ def main() -> None:
     try:
         _run(target, args)
         _shutdown()
+        # Done, the report written: leave without the interpreter's finalization, in which threads of torch's
+        # (gloo's, and a CUDA build's) could still be joined or torn down and abort the process ("terminate
+        # called without an active exception", seen on Colab's Python 3.12 with PyPI's torch).
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)
     except SystemExit as exc:
         # sys.exit() inside the target: leave at once with that status. Normal
         # interpreter shutdown could block in the process group's teardown

@@ -390,7 +390,7 @@ def _pipelining_run(comm, model, *, schedule: str, microbatches: int, steps: int
         runner.step(*inputs, target=targets if last else None, losses=mb_losses if last else None)
         optimizer.step()
         optimizer.zero_grad()
-        mine = mean_loss(float(x) for x in mb_losses) if last else None
+        mine = mean_loss(float(x.detach()) for x in mb_losses) if last else None
         losses.append(comm.allgather_object(mine)[-1])
         seconds.append(time.perf_counter() - start)
         if count:
