@@ -146,8 +146,8 @@ class LayoutStep:
     def name(self) -> str:
         """A short name, e.g. ``dp8 tp4 pp12 cp1 zero1 full``."""
         lay = self.layout
-        return (f"dp{lay.layout.dp} tp{lay.layout.tp} pp{lay.layout.pp} cp{lay.layout.cp} zero{lay.layout.zero} {self.recompute}"
-                f"{' sp' if lay.layout.sequence_parallel else ''} {lay.layout.schedule} v{lay.layout.chunks} b{self.micro_batch}")
+        return (f"dp{lay.dp} tp{lay.tp} pp{lay.pp} cp{lay.cp} zero{lay.zero} {self.recompute}"
+                f"{' sp' if lay.sequence_parallel else ''} {lay.schedule} v{lay.chunks} b{self.micro_batch}")
 
 
 @dataclass(frozen=True)
