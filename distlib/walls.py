@@ -147,7 +147,11 @@ class Recipe:
 
 
 #: The recipes the book compares. Adam keeps two moments (m and v) per
-#: parameter, in fp32: 8 bytes.
+#: parameter, in fp32: 8 bytes. ``fp32_grads_adam`` is what Megatron-LM keeps
+#: when it trains in bf16 (its ``arguments.py`` then sets
+#: ``accumulate_allreduce_grads_in_fp32``: "accumulate and all-reduce
+#: gradients in fp32 for bfloat16 data type") and what Llama 3 reduce-scatters
+#: ("FP32 gradient accumulation" and "reduce-scatter gradients in FP32", section 3.3.2): 18 bytes.
 RECIPES = MappingProxyType(
     {
         "bf16_adam": Recipe("bf16_adam", 2, 2, 8, 0,
@@ -155,6 +159,9 @@ RECIPES = MappingProxyType(
         "mixed_precision_adam": Recipe("mixed_precision_adam", 2, 2, 8, 4,
                                        "bf16 weights and gradients, fp32 Adam m and v, fp32 master "
                                        "weights (16 bytes/param)"),
+        "fp32_grads_adam": Recipe("fp32_grads_adam", 2, 4, 8, 4,
+                                  "bf16 weights, fp32 gradients (accumulated and reduced in fp32), fp32 Adam m and "
+                                  "v, fp32 master weights (18 bytes/param)"),
         "fp32_adam": Recipe("fp32_adam", 4, 4, 8, 0,
                             "fp32 weights and gradients, fp32 Adam m and v (16 bytes/param)"),
     }
@@ -347,6 +354,8 @@ def model_state_bytes(params, *, recipe) -> StateBytes:
         ``"mixed_precision_adam"``: the same plus an fp32 master copy of the
         weights (4 B): 16 bytes per parameter, the ZeRO paper's accounting
         (2 + 2 + K with K = 12).
+        ``"fp32_grads_adam"``: the mixed-precision recipe with fp32 gradients,
+        2 + 4 + 4 + 8 = 18 bytes per parameter (Megatron-LM under bf16).
         ``"fp32_adam"``: everything in fp32: 4 + 4 + 8 = 16 bytes per parameter.
 
     Returns
@@ -363,6 +372,8 @@ def model_state_bytes(params, *, recipe) -> StateBytes:
     112.0
     >>> model_state_bytes(7e9, recipe="bf16_adam") / 1e9
     84.0
+    >>> model_state_bytes(7e9, recipe="fp32_grads_adam") / 1e9     # 18 bytes: the gradient in fp32
+    126.0
     """
     params = check_real("params", params, minimum=0, strict_min=True)
     r = _recipe(recipe)
