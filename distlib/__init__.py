@@ -48,7 +48,7 @@ from .overlap import (Event, OverlapTimeline, overlap_timeline, overlap_speedup_
 from .overlap.measure import DDPComparison, compare_ddp, fit_allreduce, parse_json_line
 
 # Part IV: parallel training
-from .pipeline_schedule import PIPELINE_SCHEDULES, PipelineEvent, PipelineSchedule, pipeline_schedule
+from .pipeline_schedule import PIPELINE_SCHEDULES, PipelineEvent, PipelineSchedule, peak_held, pipeline_schedule
 from .activations import RECOMPUTE_MODES, activation_bytes_per_layer
 from .planner.model import Transformer, transformer
 from .planner import (LAYOUT_SCHEDULES, ATTENTION_KERNELS, BREAKDOWN_TERMS, MIN_CP_TOKENS, PlannerConstants,
@@ -128,7 +128,7 @@ __all__ = [
     "DDP_FIRST_BUCKET_BYTES",
     "DDPComparison", "compare_ddp", "fit_allreduce", "parse_json_line",
     # pipeline_schedule
-    "PIPELINE_SCHEDULES", "PipelineEvent", "PipelineSchedule", "pipeline_schedule",
+    "PIPELINE_SCHEDULES", "PipelineEvent", "PipelineSchedule", "pipeline_schedule", "peak_held",
     # activations
     "RECOMPUTE_MODES", "activation_bytes_per_layer",
     # transformer_model, layout, layout_published

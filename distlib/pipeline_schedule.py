@@ -68,7 +68,7 @@ from typing import NamedTuple
 
 from ._check import check_choice, check_int, check_real
 
-__all__ = ["PIPELINE_SCHEDULES", "MAX_PIPELINE_OPS", "PipelineEvent", "PipelineSchedule", "pipeline_schedule"]
+__all__ = ["PIPELINE_SCHEDULES", "MAX_PIPELINE_OPS", "PipelineEvent", "PipelineSchedule", "pipeline_schedule", "peak_held"]
 
 #: The schedules :func:`pipeline_schedule` simulates.
 PIPELINE_SCHEDULES = ("gpipe", "1f1b", "interleaved")
@@ -263,6 +263,62 @@ def _peak_held(order: list) -> int:
     held = peak = 0
     for kind, _, _ in order:
         held += 1 if kind == FORWARD else -1
+        peak = max(peak, held)
+    return peak
+
+
+def peak_held(kind, stages, microbatches, *, chunks=1, stage=0, weights=None) -> float:
+    """The most activation memory a stage holds at once, each chunk's activations weighted (chapter 13's planner).
+
+    Walks the stage's order of ops (no timing is needed): a chunk-forward adds
+    ``weights[c]``, its chunk-backward frees it. With equal weights this is
+    the peak count of chunk-activations (``p - s`` microbatches for 1F1B on
+    stage ``s``; ``(v + 1) p - 1`` chunk-activations, ``p + (p - 1)/v``
+    microbatches, on stage 0 interleaved). With unequal ones, such as Llama 3's
+    first chunk of the first stage holding a layer fewer than the others, it
+    is the peak of the layers' activations held, which need not fall at the
+    same op.
+
+    Parameters
+    ----------
+    kind : {"gpipe", "1f1b", "interleaved"}
+    stages, microbatches : int
+        ``p`` and ``m`` (>= 1). Any ``m`` is walked; Megatron-LM itself runs the
+        interleaved schedule only when ``m`` is a multiple of ``p``.
+    chunks : int
+        ``v`` (1 but for interleaved).
+    stage : int
+        Which stage (0-based; stage 0 holds the most).
+    weights : sequence of float, optional
+        One weight per chunk of that stage, e.g. its layers (default 1 each).
+
+    Returns
+    -------
+    float
+        The peak of the weighted sum held.
+
+    Examples
+    --------
+    >>> peak_held("1f1b", 4, 8), peak_held("gpipe", 4, 8), peak_held("1f1b", 4, 8, stage=3)
+    (4.0, 8.0, 1.0)
+    >>> peak_held("interleaved", 16, 32, chunks=4) / 4      # p + (p - 1)/v microbatches' worth
+    19.75
+    >>> peak_held("interleaved", 16, 32, chunks=4, weights=[1, 2, 2, 2])   # 31 of chunk 0, 16 of each other
+    127.0
+    """
+    kind = check_choice("kind", kind, PIPELINE_SCHEDULES)
+    p = check_int("stages", stages, minimum=1)
+    m = check_int("microbatches", microbatches, minimum=1)
+    v = check_int("chunks", chunks, minimum=2) if kind == "interleaved" else _check_chunks(kind, p, m, chunks)
+    s = check_int("stage", stage, minimum=0, maximum=p - 1)
+    w = [1.0] * v if weights is None else [check_real("weights", x, minimum=0) for x in weights]
+    if len(w) != v:
+        raise ValueError(f"weights must have one value per chunk ({v}), got {len(w)}")
+    if 2 * m * v > MAX_PIPELINE_OPS:
+        raise ValueError(f"microbatches * chunks must be at most {MAX_PIPELINE_OPS // 2}, got {m * v}")
+    held = peak = 0.0
+    for op, _, c in _stage_order(kind, p, m, v, s):
+        held += w[c] if op == FORWARD else -w[c]
         peak = max(peak, held)
     return peak
 

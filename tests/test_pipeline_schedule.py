@@ -186,3 +186,46 @@ def test_bad_input_names_the_parameter_and_its_range(args, kwargs, error, messag
 def test_stage_events_checks_the_stage():
     with pytest.raises(ValueError, match=r"stage must be an integer in \[0, 3\], got 4"):
         run("1f1b", 4, 8).stage_events(4)
+
+
+# ---- the peak a stage holds, its chunks weighted (chapter 13's memory model) -------------------------------------
+
+@FAST
+@given(interleaved(), st.integers(0, 5))
+def test_peak_held_with_equal_weights_is_the_simulations_peak(case, stage):
+    p, m, v = case
+    stage = min(stage, p - 1)
+    assert dl.peak_held("interleaved", p, m, chunks=v, stage=stage) == run("interleaved", p, m, v=v).peak_chunks_in_flight[stage]
+    for kind in ("gpipe", "1f1b"):
+        assert dl.peak_held(kind, p, m, stage=stage) == run(kind, p, m).peak_chunks_in_flight[stage]
+
+
+@FAST
+@given(interleaved(), st.lists(st.floats(0, 10, allow_nan=False), min_size=4, max_size=4))
+def test_peak_held_is_monotone_and_bounded_by_its_heaviest_chunk(case, weights):
+    p, m, v = case
+    w = weights[:v]
+    peak = dl.peak_held("interleaved", p, m, chunks=v, weights=w)
+    count = dl.peak_held("interleaved", p, m, chunks=v)
+    assert min(w) * count - 1e-9 <= peak <= max(w) * count + 1e-9
+    heavier = [x + 1 for x in w]
+    assert dl.peak_held("interleaved", p, m, chunks=v, weights=heavier) >= peak
+
+
+def test_megatrons_first_stage_peak_is_its_warmup_and_a_lighter_first_chunk_lowers_it():
+    """Stage 0 warms up with 2(p - 1) + (v - 1) p chunk-forwards and one more: p of every chunk, then p - 1 more of
+    chunk 0, (v + 1) p - 1 in all; one layer fewer in chunk 0 takes 2p - 1 layer-activations off that peak."""
+    p, v, m = 16, 4, 32
+    assert dl.peak_held("interleaved", p, m, chunks=v) == (v + 1) * p - 1
+    assert dl.peak_held("interleaved", p, m, chunks=v, weights=[2] * 4) - (2 * p - 1) == \
+        dl.peak_held("interleaved", p, m, chunks=v, weights=[1, 2, 2, 2])
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(weights=[1, 2, 3]), "weights must have one value per chunk"),
+    (dict(weights=[1, -1]), "weights must be"),
+    (dict(stage=4), r"stage must be an integer in \[0, 3\]"),
+])
+def test_peak_held_bad_input_names_the_parameter(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        dl.peak_held("interleaved", 4, 8, chunks=2, **kwargs)
