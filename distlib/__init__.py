@@ -48,7 +48,8 @@ from .overlap import (Event, OverlapTimeline, overlap_timeline, overlap_speedup_
 from .overlap.measure import DDPComparison, compare_ddp, fit_allreduce, parse_json_line
 
 # Part IV: parallel training
-from .pipeline_schedule import PIPELINE_SCHEDULES, PipelineEvent, PipelineSchedule, peak_held, pipeline_schedule
+from .pipeline_schedule import (PIPELINE_SCHEDULES, SIMULATED_SCHEDULES, ClosedForm, PipelineEvent, PipelineSchedule,
+                                bubble_closed_forms, peak_held, pipeline_schedule)
 from .activations import RECOMPUTE_MODES, activation_bytes_per_layer
 from .planner.model import Transformer, transformer
 from .planner import (LAYOUT_SCHEDULES, ATTENTION_KERNELS, BREAKDOWN_TERMS, MIN_CP_TOKENS, PlannerConstants,
@@ -128,7 +129,8 @@ __all__ = [
     "DDP_FIRST_BUCKET_BYTES",
     "DDPComparison", "compare_ddp", "fit_allreduce", "parse_json_line",
     # pipeline_schedule
-    "PIPELINE_SCHEDULES", "PipelineEvent", "PipelineSchedule", "pipeline_schedule", "peak_held",
+    "PIPELINE_SCHEDULES", "PipelineEvent", "PipelineSchedule", "pipeline_schedule", "peak_held", "SIMULATED_SCHEDULES",
+    "ClosedForm", "bubble_closed_forms",
     # activations
     "RECOMPUTE_MODES", "activation_bytes_per_layer",
     # transformer_model, layout, layout_published
