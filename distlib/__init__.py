@@ -53,7 +53,8 @@ from .overlap.measure import DDPComparison, compare_ddp, fit_allreduce, parse_js
 
 # Part IV: parallel training
 from .pipeline_schedule import (PIPELINE_SCHEDULES, SIMULATED_SCHEDULES, ClosedForm, PipelineEvent, PipelineSchedule,
-                                bubble_closed_forms, peak_held, pipeline_schedule)
+                                bubble_closed_forms, measured_stage_times, message_time_for_bubble, peak_held,
+                                pipeline_schedule)
 from .activations import RECOMPUTE_MODES, activation_bytes_per_layer, logits_bytes
 from .planner.model import Transformer, transformer
 from .planner import (LAYOUT_SCHEDULES, ATTENTION_KERNELS, BREAKDOWN_TERMS, MIN_CP_TOKENS, PlannerConstants,
@@ -137,7 +138,7 @@ __all__ = [
     "DDPComparison", "compare_ddp", "fit_allreduce", "parse_json_line",
     # pipeline_schedule
     "PIPELINE_SCHEDULES", "PipelineEvent", "PipelineSchedule", "pipeline_schedule", "peak_held", "SIMULATED_SCHEDULES",
-    "ClosedForm", "bubble_closed_forms",
+    "ClosedForm", "bubble_closed_forms", "measured_stage_times", "message_time_for_bubble",
     # activations
     "RECOMPUTE_MODES", "activation_bytes_per_layer", "logits_bytes",
     # transformer_model, layout, layout_published

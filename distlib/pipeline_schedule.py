@@ -87,7 +87,7 @@ from typing import NamedTuple
 from ._check import check_choice, check_int, check_real
 
 __all__ = ["PIPELINE_SCHEDULES", "SIMULATED_SCHEDULES", "MAX_PIPELINE_OPS", "PipelineEvent", "PipelineSchedule", "pipeline_schedule", "peak_held",
-           "ClosedForm", "bubble_closed_forms"]
+           "ClosedForm", "bubble_closed_forms", "measured_stage_times", "message_time_for_bubble"]
 
 #: The schedules chapter 12 teaches first (its explorer widget steps through them).
 PIPELINE_SCHEDULES = ("gpipe", "1f1b", "interleaved")
@@ -592,3 +592,75 @@ def bubble_closed_forms(stages, *, forward_time, backward_time, weight_time, ove
     return {"1f1b": ClosedForm("1f1b", (pp - 1) * (f + b), 1, pp),
             "zb1p": ClosedForm("zb1p", (pp - 1) * (f + b - 2 * w), 1, pp),
             "dualpipe": ClosedForm("dualpipe", (pp // 2 - 1) * (fb + b - 3 * w), 2, pp + 1)}
+
+
+def measured_stage_times(ranks, *, stages, microbatches, skip_first=True) -> tuple:
+    """Each stage's mean forward and backward seconds per microbatch, read off a run's rank reports.
+
+    ``ranks`` are reports with ``pp_rank`` and per-step ``forward_seconds`` and
+    ``backward_seconds`` (the book's trainer's :class:`~distlib.train.results.RankReport`);
+    the first step is left out (its imports, allocations and connections are
+    paid once) unless it is the only one. The result feeds
+    :func:`pipeline_schedule`'s per-stage ``forward_time`` and ``backward_time``.
+
+    Returns
+    -------
+    tuple
+        ``(forward_times, backward_times)``, one float per stage.
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace as R
+    >>> ranks = [R(pp_rank=0, forward_seconds=[9.0, 2.0], backward_seconds=[9.0, 4.0]),
+    ...          R(pp_rank=1, forward_seconds=[9.0, 4.0], backward_seconds=[9.0, 8.0])]
+    >>> measured_stage_times(ranks, stages=2, microbatches=2)
+    ((1.0, 2.0), (2.0, 4.0))
+    """
+    p = check_int("stages", stages, minimum=1)
+    m = check_int("microbatches", microbatches, minimum=1)
+    out = ([], [])
+    for s in range(p):
+        mine = [r for r in ranks if r.pp_rank == s]
+        if not mine:
+            raise ValueError(f"ranks must hold a report for every stage 0 to {p - 1}, none for {s}")
+        for times, name in zip(out, ("forward_seconds", "backward_seconds")):
+            per_step = [x for r in mine for x in (getattr(r, name)[1:] if skip_first and len(getattr(r, name)) > 1
+                                                   else getattr(r, name))]
+            times.append(math.fsum(per_step) / len(per_step) / m)
+    return tuple(out[0]), tuple(out[1])
+
+
+def message_time_for_bubble(kind, stages, microbatches, *, forward_time, backward_time, bubble, chunks=1,
+                            cores=None, tolerance=1e-4) -> float:
+    """The ``message_time`` at which :func:`pipeline_schedule` shows a given bubble: what each message between
+    stages must have cost for a measured bubble (chapter 12's laptop runs), found by bisection.
+
+    A measured bubble above the schedule's own, with each stage's measured times and this machine's cores,
+    is then a delay per message, which can be set beside a ping-pong's latency: the difference is the time a
+    receiving process waits to be scheduled. Returns 0 when the schedule's bubble is already at least
+    ``bubble``.
+
+    Examples
+    --------
+    >>> r = pipeline_schedule("1f1b", 4, 8, forward_time=1.0, backward_time=2.0, message_time=0.25)
+    >>> round(message_time_for_bubble("1f1b", 4, 8, forward_time=1.0, backward_time=2.0, bubble=r.bubble_fraction), 3)
+    0.25
+    """
+    target = check_real("bubble", bubble, minimum=0, maximum=1, strict_max=True)
+    tol = check_real("tolerance", tolerance, minimum=0, strict_min=True)
+
+    def at(delta):
+        return pipeline_schedule(kind, stages, microbatches, forward_time=forward_time, backward_time=backward_time,
+                                 chunks=chunks, message_time=delta, cores=cores).bubble_fraction
+
+    if at(0.0) >= target:
+        return 0.0
+    work = max(_stage_times("forward_time", forward_time, check_int("stages", stages, minimum=1))) + \
+        max(_stage_times("backward_time", backward_time, stages))
+    lo, hi = 0.0, work
+    while at(hi) < target:
+        lo, hi = hi, 2 * hi
+    while hi - lo > tol * work:
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if at(mid) < target else (lo, mid)
+    return (lo + hi) / 2

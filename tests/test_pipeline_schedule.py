@@ -296,3 +296,16 @@ def test_unequal_stages_run_at_the_slowest_stages_pace():
         dl.pipeline_schedule("1f1b", 4, 8, forward_time=1.0, backward_time=2.0, weight_time=1.0)
     with pytest.raises(ValueError, match="weight_time must be below backward_time"):
         dl.pipeline_schedule("zb-h1", 4, 8, forward_time=1.0, backward_time=2.0, weight_time=2.0)
+
+
+@FAST
+@given(plain(), st.floats(0.0, 2.0))
+def test_the_message_time_for_a_bubble_inverts_the_schedule(case, delta):
+    kind, p, m = case
+    if p == 1:
+        return  # one stage sends nothing
+    r = dl.pipeline_schedule(kind, p, m, forward_time=1.0, backward_time=2.0, message_time=delta)
+    found = dl.message_time_for_bubble(kind, p, m, forward_time=1.0, backward_time=2.0, bubble=r.bubble_fraction)
+    back = dl.pipeline_schedule(kind, p, m, forward_time=1.0, backward_time=2.0, message_time=found)
+    assert back.bubble_fraction == pytest.approx(r.bubble_fraction, abs=1e-3)
+    assert dl.message_time_for_bubble(kind, p, m, forward_time=1.0, backward_time=2.0, bubble=0.0) == 0.0
