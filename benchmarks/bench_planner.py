@@ -47,7 +47,7 @@ from dataclasses import replace
 import distlib as dl
 from distlib.planner import planner_constants, published_cluster, published_model, published_step
 from distlib.planner.published import published_layouts
-from distlib.planner.step import _breakdown, _published_seconds, _row_terms, published_residuals
+from distlib.planner.step import exposure_fitted_on_the_step, published_residuals
 
 
 def _table(res) -> list:
@@ -64,14 +64,6 @@ def _table(res) -> list:
     return errors
 
 
-def _old_exposure(c) -> float:
-    """The exposure fitted as before: the 530B run at DP 8's whole step, the planner's other terms subtracted."""
-    row = {r.id: r for r in published_layouts()}["korthikanti2022_530b_dp8"]
-    t = _row_terms(row)
-    rest = sum(_breakdown(t, replace(c, dp_exposure=0.0)).values())
-    return (_published_seconds(row) - rest) / t.dp_comm
-
-
 def main() -> None:
     c = planner_constants()
     print("Fitted constants (everything else is predicted):")
@@ -82,7 +74,7 @@ def main() -> None:
     print(f"\nHeld-out rows: {len(errors)}, median |error| {statistics.median(errors):.1%}, largest {max(errors):.1%} "
           f"(issue 35: under 8% and 25%)")
     rows = {r.id: r for r in published_layouts()}
-    old = replace(c, dp_exposure=_old_exposure(c))
+    old = replace(c, dp_exposure=exposure_fitted_on_the_step())
     print(f"\nThe exposure fitted on the 530B DP 8 step itself would be {old.dp_exposure:.2f}, not {c.dp_exposure:.2f}; "
           "with it the small models of Table 1 come out:")
     for n in ("1.7b", "3.6b", "7.5b", "18.4b"):

@@ -120,36 +120,31 @@ def published_layouts() -> tuple:
 
 
 #: What the planner leaves out where a published row's residual comes from, by the start of the row's id (the
-#: longest match wins). Each says what the model does not do, not what the run did: the residual's size is
-#: :func:`distlib.planner.step.published_residuals`'s.
+#: longest match wins), short enough for a table's column; chapter 13 says each at length. Each names what the
+#: model does not do, not what the run did; the residual's size is :func:`distlib.planner.step.published_residuals`'s.
 RESIDUAL_CAUSES = {
-    "megatron2021_t1_": "small layers: element-wise work and exposed communication priced at constants fitted on "
-                        "larger ones (h = 6144 and up); Megatron's fused kernels are not counted one by one",
-    "megatron2021_t1_145": "the matmul efficiency fitted on Korthikanti et al.'s 2022 code; chunks picked by the planner",
-    "megatron2021_t1_310": "the matmul efficiency fitted on Korthikanti et al.'s 2022 code; chunks picked by the planner",
-    "megatron2021_t1_529": "the matmul efficiency fitted on Korthikanti et al.'s 2022 code; chunks picked by the planner",
-    "megatron2021_t1_1008": "the matmul efficiency fitted on Korthikanti et al.'s 2022 code; chunks picked by the planner",
-    "megatron2021_t2_zero3_": "DeepSpeed's ZeRO-3 at the exposure fitted on Megatron's all-reduce; its prefetch of "
-                              "gathers behind compute is not modelled",
-    "megatron2021_t2_ptd_": "chunks picked by the planner; 12 or 35 thin stages cost nothing beyond the bubble and "
-                            "the point-to-point traffic",
-    "korthikanti2022_": "the constants fitted on the 22B and 1T runs, carried to the interleaved schedule",
+    "megatron2021_t1_": "small layers at constants fitted on large ones",
+    "megatron2021_t1_145": "matmul efficiency fitted on 2022's code",
+    "megatron2021_t1_310": "matmul efficiency fitted on 2022's code",
+    "megatron2021_t1_529": "matmul efficiency fitted on 2022's code",
+    "megatron2021_t1_1008": "matmul efficiency fitted on 2022's code",
+    "megatron2021_t2_zero3_": "DeepSpeed's prefetch not modelled",
+    "megatron2021_t2_ptd_": "chunks the planner's; thin stages free",
+    "korthikanti2022_": "the fitted constants, interleaved",
     "korthikanti2022_22b": "fitted",
     "korthikanti2022_1t": "fitted",
-    "korthikanti2022_530b_dp8": "its data-parallel term fitted on the difference from the 530B run",
-    "llama3_405b_8k_": "FSDP overlaps its reduce-scatter with the backward pass and its all-gather with the "
-                       "forward; the planner exposes both",
-    "llama3_405b_128k_": "at 128K tokens attention outweighs the matrix products; the planner charges it the "
-                         "products' efficiency and every token the whole sequence",
-    "bloom_": "Omni-Path modelled as InfiniBand of its rate, uncalibrated",
+    "korthikanti2022_530b_dp8": "DP term fitted; the rest the 530B's",
+    "llama3_405b_8k_": "FSDP's overlap charged in full",
+    "llama3_405b_128k_": "attention at the products' efficiency",
+    "bloom_": "Omni-Path as InfiniBand, uncalibrated",
 }
 
 
 def residual_cause(row_id: str) -> str:
     """What the planner leaves out where ``row_id``'s residual comes from (:data:`RESIDUAL_CAUSES`).
 
-    >>> residual_cause("megatron2021_t1_1.7b").startswith("small layers")
-    True
+    >>> residual_cause("megatron2021_t1_1.7b")
+    'small layers at constants fitted on large ones'
     >>> residual_cause("korthikanti2022_1t")
     'fitted'
     """

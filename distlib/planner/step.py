@@ -84,7 +84,7 @@ from ..units import gbit_to_bytes_per_s
 from ..walls import RECIPES, training_flops, zero_stage, zero_state_bytes_per_gpu
 
 __all__ = ["LAYOUT_SCHEDULES", "ATTENTION_KERNELS", "BREAKDOWN_TERMS", "MIN_CP_TOKENS", "PlannerConstants", "Residual",
-           "published_residuals",
+           "published_residuals", "exposure_fitted_on_the_step",
            "planner_constants", "LayoutStep", "layout_step", "plan_layouts", "published_model", "published_cluster", "published_step"]
 
 #: Pipeline schedules the planner times (the closed forms of :mod:`distlib.pipeline_schedule`).
@@ -809,3 +809,18 @@ def planner_constants() -> PlannerConstants:
     return PlannerConstants(matmul_efficiency=1 / x, memory_traffic=k, dp_exposure=exposure, sources={
         "matmul_efficiency": tuple(r.id for r in pair), "memory_traffic": tuple(r.id for r in pair),
         "dp_exposure": (row.id, alone.id)})
+
+
+def exposure_fitted_on_the_step() -> float:
+    """The DP exposure fitted on Korthikanti et al.'s 530B step at DP 8 alone (its other terms as predicted),
+    as this planner once fitted it: it takes in the planner's own error on that step, which
+    :func:`planner_constants`, fitting the difference of the two 530B runs, keeps out.
+
+    >>> round(exposure_fitted_on_the_step() / planner_constants().dp_exposure, 1)
+    2.1
+    """
+    c = planner_constants()
+    row = {r.id: r for r in published_layouts()}["korthikanti2022_530b_dp8"]
+    t = _row_terms(row)
+    rest = sum(_breakdown(t, replace(c, dp_exposure=0.0)).values())
+    return (_published_seconds(row) - rest) / t.dp_comm
