@@ -94,6 +94,10 @@ CONTRACT = (
     "bucket_gradients", "ddp_step", "gradient_profile", "bucket_sweep", "DDP_FIRST_BUCKET_BYTES", "compare_ddp",
     "cg_iteration_time",
     "collectives",
+    # Part IV: what chapters 10 to 13 add (the threshold, HSDP, accumulation, logits, schedules, peaks)
+    "fsdp_compute_bound_tokens", "hsdp_state_bytes_per_gpu", "hsdp_comm_bytes_per_gpu",
+    "accumulation_comm_bytes_per_gpu", "accumulation_grad_bytes_per_gpu", "logits_bytes", "tp_compute_bound_hidden",
+    "measured_stage_times", "message_time_for_bubble", "bubble_closed_forms", "peak_held", "dense_peak",
 )
 
 # Everything exported: the names imported above, and the model modules the chapters reach as

@@ -65,11 +65,18 @@ al.'s figure, when ``tw <= min(tf, tb_in)`` (with the three equal, a third of
 Every stage holds at most ``p`` microbatches. :func:`bubble_closed_forms`
 gives DeepSeek-V3's table of 1F1B, ZB1P (ZB-H1) and DualPipe.
 
+>>> r = pipeline_schedule("zb-h1", 4, 8, forward_time=1.0, backward_time=2.0, weight_time=1.0)
+>>> r.bubble_time, r.peak_in_flight      # 1F1B's would be 9.0, in the same memory
+(3.0, (4.0, 4.0, 4.0, 4.0))
+
 Beyond the papers: ``message_time`` delays every input that comes from
 another stage, and ``cores`` lets at most that many ops run at once (stages
 that share a machine's processors, as the book's trainer's ranks do on a
 laptop); stages may take unequal times (``forward_time`` and
 ``backward_time`` one per stage).
+
+>>> pipeline_schedule("1f1b", 4, 8, forward_time=1.0, backward_time=2.0, cores=2).iteration_time   # >= 96 s of work / 2
+52.0
 
 Why not chapter 8's :class:`distlib.overlap.schedule.Event`: it names a layer
 or a message on one rank's compute and communication rows, and has no stage,
@@ -439,13 +446,8 @@ def pipeline_schedule(kind, stages, microbatches, *, forward_time, backward_time
     Returns
     -------
     PipelineSchedule
-        ``.iteration_time``, ``.bubble_fraction`` (of the whole step),
-        ``.bubble_ratio`` (to the ideal step), ``.peak_in_flight`` and ``.events``.
-
-    Raises
-    ------
-    ValueError, TypeError
-        A bad argument, named with its range.
+        ``.iteration_time``, ``.bubble_fraction`` (of the whole step), ``.bubble_ratio`` (to the ideal step),
+        ``.peak_in_flight`` and ``.events``; a bad argument raises ``ValueError`` or ``TypeError``, named.
 
     Examples
     --------
@@ -471,30 +473,11 @@ def pipeline_schedule(kind, stages, microbatches, *, forward_time, backward_time
     >>> r = pipeline_schedule("interleaved", 4, 8, forward_time=1.0, backward_time=2.0, chunks=2)
     >>> r.iteration_time, r.bubble_time, r.bubble_ratio, r.peak_in_flight
     (28.5, 4.5, 0.1875, (5.5, 4.5, 3.5, 2.5))
-
-    ZB-H1 (Qi et al.) splits the backward into the input's gradient and the
-    weights'; the deferred weight passes fill the drain: ``(p - 1)(tf + tb_in
-    - tw)`` of bubble, a third of 1F1B's ``(p - 1)(tf + tb)`` when the three
-    are equal, in 1F1B's memory:
-
-    >>> r = pipeline_schedule("zb-h1", 4, 8, forward_time=1.0, backward_time=2.0, weight_time=1.0)
-    >>> r.bubble_time, r.peak_in_flight
-    (3.0, (4.0, 4.0, 4.0, 4.0))
-
-    Stages sharing two cores, and a message time between them, stretch the same 1F1B step:
-
-    >>> pipeline_schedule("1f1b", 4, 8, forward_time=1.0, backward_time=2.0, cores=2).iteration_time > 48
-    True
     """
     kind = check_choice("kind", kind, SIMULATED_SCHEDULES)
     p = check_int("stages", stages, minimum=1)
     m = check_int("microbatches", microbatches, minimum=1)
-    tf, tb = _stage_times("forward_time", forward_time, p), _stage_times("backward_time", backward_time, p)
-    v = _check_chunks(kind, p, m, chunks)
-    if 2 * p * m * v > MAX_PIPELINE_OPS:
-        raise ValueError(f"stages * microbatches * chunks must be at most {MAX_PIPELINE_OPS // 2} "
-                         f"(2 ops each), got {p * m * v}")
-    tw = _weight_times(kind, weight_time, tb)
+    tf, tb, tw, v = _checked_times(kind, p, m, forward_time, backward_time, chunks, weight_time)
     message_time = check_real("message_time", message_time, minimum=0)
     cores = None if cores is None else check_int("cores", cores, minimum=1)
     durations = {FORWARD: [t / v for t in tf], BACKWARD: [(b - w) / v for b, w in zip(tb, tw)], WEIGHT: tw}
@@ -505,6 +488,16 @@ def pipeline_schedule(kind, stages, microbatches, *, forward_time, backward_time
                             backward_time=one(tb), events=tuple(events),
                             peak_chunks_in_flight=tuple(_peak_held(o) for o in orders), weight_time=one(tw),
                             message_time=message_time, cores=cores)
+
+
+def _checked_times(kind, p, m, forward_time, backward_time, chunks, weight_time) -> tuple:
+    """The stages' forward, backward and weight-gradient times and the chunks, checked."""
+    tf, tb = _stage_times("forward_time", forward_time, p), _stage_times("backward_time", backward_time, p)
+    v = _check_chunks(kind, p, m, chunks)
+    if 2 * p * m * v > MAX_PIPELINE_OPS:
+        raise ValueError(f"stages * microbatches * chunks must be at most {MAX_PIPELINE_OPS // 2} "
+                         f"(2 ops each), got {p * m * v}")
+    return tf, tb, _weight_times(kind, weight_time, tb), v
 
 
 def _stage_times(name: str, value, p: int) -> tuple:
