@@ -45,7 +45,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from distlib.bench import parse_size  # noqa: E402
-from distlib.minicluster import minicluster_support, race  # noqa: E402
+from distlib.bench import race  # noqa: E402
+from distlib.minicluster import minicluster_support  # noqa: E402
 
 
 def main(argv=None) -> int:

@@ -4,7 +4,7 @@
 
 - each chapter's "Run all" on a fresh kernel (the instructor guide's
   schedules are built from these; ``--write`` stores them in
-  book/workshop_timings.json, which the guide reads);
+  each chapter's metadata, ``distbook.run_all_seconds``, which the guide reads);
 - the time from ``scripts/workshop.sh`` to a JupyterLab that serves its page,
   against the time a bare ``jupyter lab`` takes to do the same;
 - with ``--bundle``, the size of ``dist/workshop`` and of its parts (runs
@@ -107,7 +107,8 @@ def du(path: Path) -> int:
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--write", action="store_true", help="store run times in book/workshop_timings.json")
+    parser.add_argument("--write", action="store_true",
+                        help="store each chapter's run time in its own metadata (distbook.run_all_seconds)")
     parser.add_argument("--bundle", action="store_true", help="also measure dist/workshop")
     parser.add_argument("--skip-notebooks", action="store_true")
     parser.add_argument("--chapters", help="comma-separated notebook stems to time (default: all); with --write, "
@@ -115,31 +116,27 @@ def main(argv=None):
     args = parser.parse_args(argv)
 
     if not args.skip_notebooks:
-        chapters = []
-        print(f"{'chapter':<22} {'Run all (s)':>11}")
+        from distlib.static.chapters import KEY, chapters as book_chapters
+
         only = set(args.chapters.split(",")) if args.chapters else None
-        stored = ROOT / "book" / "workshop_timings.json"
-        kept = {c["notebook"]: c for c in json.loads(stored.read_text())["chapters"]} if only and stored.exists() else {}
-        for path in sorted((ROOT / "notebooks").glob("*.ipynb")):
-            if only is not None and path.stem not in only:
-                if path.stem in kept:
-                    chapters.append(kept[path.stem])
+        on = (f"{datetime.date.today().isoformat()}, a {os.cpu_count()}-core {platform.machine()} Linux machine, "
+              f"Python {platform.python_version()}")
+        print(f"{'chapter':<22} {'Run all (s)':>11}")
+        total = 0.0
+        for chapter in book_chapters(ROOT):
+            path = ROOT / f"{chapter.file}.ipynb"
+            if only is not None and chapter.stem not in only:
+                total += chapter.run_all_seconds
                 continue
             seconds = run_all(path)
-            chapters.append({"notebook": path.stem, "seconds": round(seconds, 1)})
-            print(f"{path.stem:<22} {seconds:>11.1f}")
-        total = sum(c["seconds"] for c in chapters)
+            total += seconds
+            print(f"{chapter.stem:<22} {seconds:>11.1f}")
+            if args.write:  # into the chapter's own metadata, which the instructor's guide reads
+                nb = json.loads(path.read_text())
+                nb["metadata"][KEY].update(run_all_seconds=round(seconds, 1), run_all_on=on)
+                path.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n")
+                print(f"  wrote {path.relative_to(ROOT)}'s {KEY}.run_all_seconds")
         print(f"{'all chapters':<22} {total:>11.1f}")
-        if args.write:
-            record = {
-                "machine": f"a {os.cpu_count()}-core {platform.machine()} Linux machine, Python {platform.python_version()}",
-                "date": datetime.date.today().isoformat(),
-                "how": "benchmarks/bench_workshop.py --write: each chapter run top to bottom on a fresh kernel",
-                "chapters": chapters,
-            }
-            out = ROOT / "book" / "workshop_timings.json"
-            out.write_text(json.dumps(record, indent=1) + "\n")
-            print(f"wrote {out}")
 
     reader, book = ROOT / "_build" / "reader", ROOT / "_build" / "html"
     if reader.exists() and book.exists():

@@ -22,4 +22,12 @@ cat "$logs/colab.log" "$logs/chromium.log"
 rm -rf "$logs"
 bash scripts/describe_machine.sh || true  # what these tests ran on, for the log
 export MPLBACKEND=Agg PYTHONHASHSEED=0
-.venv/bin/python -m pytest tests distlib --doctest-modules -p no:cacheprovider "$@"
+# pytest-xdist: the tests run in several workers at once (most of the suite waits on processes, pages and
+# sleeps, not on a core), with one book build for all of them, started in the background when the tests are
+# collected; each module whose tests share a fixture of their own stays on one worker (tests/conftest.py).
+# DISTBOOK_WORKERS sets their number (default: twice the cores, at least 2; 0 runs in this process).
+cores=$(.venv/bin/python -c 'import os; print(len(os.sched_getaffinity(0)))')
+workers=${DISTBOOK_WORKERS:-$(( cores * 2 > 2 ? cores * 2 : 2 ))}
+parallel=()
+[ "$workers" -gt 0 ] && parallel=(-n "$workers" --dist loadgroup)
+.venv/bin/python -m pytest tests distlib --doctest-modules -p no:cacheprovider "${parallel[@]}" "$@"

@@ -54,19 +54,61 @@ def toc_chapters() -> list[str]:
     return [c["file"] for part in toc["parts"] for c in part["chapters"] if c["file"].startswith("notebooks/")]
 
 
-def _start_book_build(out: Path) -> tuple[subprocess.Popen, Path]:
-    """The book build, warnings as errors, into ``out``, in the background: (process, its log)."""
-    jb = Path(sys.executable).with_name("jupyter-book")
-    log = out / "build.log"
-    with open(log, "w") as sink:
-        proc = subprocess.Popen(
-            [str(jb), "build", str(ROOT), "--path-output", str(out), "-W", "-n", "--keep-going"],
-            stdout=sink, stderr=subprocess.STDOUT, text=True, cwd=ROOT, start_new_session=True,
-            # No MPLBACKEND for the kernels: under "Agg" plt.show() draws nothing
-            # and every figure would be missing from the pages.
-            env={k: v for k, v in os.environ.items() if k != "MPLBACKEND"},
-        )
-    return proc, log
+#: Where the one book build of a test run goes; set by the first process of the run (pytest, or xdist's
+#: controller before it starts its workers, which inherit it), so that every worker shares one build.
+BUILD_DIR_VAR = "DISTBOOK_BUILD_DIR"
+
+
+def _build_dir() -> Path:
+    return Path(os.environ[BUILD_DIR_VAR])
+
+
+def _start_book_build(out: Path) -> None:
+    """The book build, warnings as errors, into ``out``, in the background, once per test run.
+
+    The first process to ask starts it (under a lock: with pytest-xdist every worker asks); it writes its
+    log to ``out/build.log`` and, when it ends, its exit status to ``out/rc``. Nothing waits here.
+    """
+    import fcntl
+
+    out.mkdir(parents=True, exist_ok=True)
+    with open(out / "lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if (out / "pid").exists():
+            return
+        jb = Path(sys.executable).with_name("jupyter-book")
+        cmd = (f'"{jb}" build "{ROOT}" --path-output "{out}" -W -n --keep-going > "{out}/build.log" 2>&1; '
+               f'echo $? > "{out}/rc.tmp"; mv "{out}/rc.tmp" "{out}/rc"')
+        # No MPLBACKEND for the kernels: under "Agg" plt.show() draws nothing and every figure would be missing.
+        proc = subprocess.Popen(["bash", "-c", cmd], cwd=ROOT, start_new_session=True, stdin=subprocess.DEVNULL,
+                                env={k: v for k, v in os.environ.items() if k != "MPLBACKEND"})
+        (out / "pid").write_text(str(proc.pid))
+
+
+def _wait_for_build(out: Path, timeout: float = 2400.0) -> tuple:
+    """``(returncode, log)`` of the run's book build, once it has ended (stopped after ``timeout`` s)."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while not (out / "rc").exists():
+        if time.monotonic() > deadline:
+            _stop_build(out)
+            return -9, (out / "build.log").read_text() + f"\n(stopped: the build ran past {timeout:.0f} s)"
+        time.sleep(1.0)
+    return int((out / "rc").read_text().strip() or -1), (out / "build.log").read_text()
+
+
+def _stop_build(out: Path) -> None:
+    """End a build still running (the run ended first: -x, Ctrl-C, a timeout), so none is left behind."""
+    try:
+        pid = int((out / "pid").read_text())
+    except (OSError, ValueError):
+        return
+    if not (out / "rc").exists():
+        try:
+            os.killpg(pid, 9)
+        except ProcessLookupError:
+            pass
 
 
 #: Fixtures that need the build: book_build, and test_slides.py's slides_dir, which asks for it
@@ -74,14 +116,46 @@ def _start_book_build(out: Path) -> tuple[subprocess.Popen, Path]:
 BUILD_FIXTURES = {"book_build", "slides_dir"}
 
 
-def pytest_collection_modifyitems(session, config, items):
-    """The tests that read the book build run last, and the build starts now, in the background.
+def _is_worker(config) -> bool:
+    return hasattr(config, "workerinput")  # an xdist worker; the controller and a plain run have none
 
-    About a third of the suite reads the built book; the rest (the library,
-    the engines, the mini cluster, ...) runs while the build executes the
-    chapters, instead of after it (with four cores or more; on fewer, the
-    build waits for the first test that needs it). Order is otherwise kept.
+
+def pytest_configure(config):
+    """The run's build folder, made once by the first process (workers inherit it through the environment)."""
+    import tempfile
+
+    if not _is_worker(config) and BUILD_DIR_VAR not in os.environ:
+        os.environ[BUILD_DIR_VAR] = tempfile.mkdtemp(prefix="distbook-build-")
+        config._distbook_owns_build = True
+
+
+def _module_group(item) -> str | None:
+    """The test module's name if the item uses a fixture of module (or session) scope defined in that module:
+    its tests then run on one xdist worker, so the fixture runs once (``--dist loadgroup``)."""
+    defs = getattr(getattr(item, "_fixtureinfo", None), "name2fixturedefs", {}) or {}
+    module = item.nodeid.split("::")[0]
+    for fixturedefs in defs.values():
+        for fd in fixturedefs:
+            if fd.scope in ("module", "session") and (fd.baseid or "").split("::")[0] == module:
+                return module
+    return None
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(session, config, items):
+    """The tests that read the book build run last, the build starts now, in the background, and tests that share
+    a module's fixture are kept together.
+
+    About a third of the suite reads the built book; the rest (the library, the engines, the mini cluster, ...)
+    runs while the build executes the chapters, instead of after it. With pytest-xdist (``-n``, as
+    scripts/test.sh runs) every worker collects, the first to get here starts the one build, and each
+    module whose tests share a fixture of its own goes to one worker (an ``xdist_group`` per module, for
+    ``--dist loadgroup``). Order is otherwise kept.
     """
+    for item in items:
+        group = _module_group(item)
+        if group is not None:
+            item.add_marker(pytest.mark.xdist_group(group))
     uses_book = [item for item in items if BUILD_FIXTURES & set(getattr(item, "fixturenames", ()))]
     if not uses_book:
         return
@@ -89,48 +163,33 @@ def pytest_collection_modifyitems(session, config, items):
     items[:] = [item for item in items if item not in later] + uses_book
     if os.environ.get("DISTBOOK_HTML") or getattr(config.option, "collectonly", False):
         return
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    if cores < 4:
-        # On two cores the build would take one from the timing-bound fault tests (a hung torchrun
-        # rank must be stopped within 30 s), so it waits for the first test that needs it.
-        return
-    out = config._tmp_path_factory.mktemp("book")
-    config._distbook_build = (*_start_book_build(out), out)
+    _start_book_build(_build_dir())
 
 
 def pytest_unconfigure(config):
-    started = getattr(config, "_distbook_build", None)
-    if started and started[0].poll() is None:  # the session ended first (-x, Ctrl-C): no stray build
-        os.killpg(started[0].pid, 9)
-        started[0].wait()
+    """The process that made the build folder ends a build still running and removes the folder."""
+    if getattr(config, "_distbook_owns_build", False):
+        out = _build_dir()
+        _stop_build(out)
+        shutil.rmtree(out, ignore_errors=True)
+        os.environ.pop(BUILD_DIR_VAR, None)
 
 
 @pytest.fixture(scope="session")
-def book_build(request, tmp_path_factory):
-    """The book built from a clean output folder, warnings as errors.
+def book_build(request):
+    """The book built from a clean output folder, warnings as errors: ``(returncode, log, html_dir)``.
 
-    Yields (returncode, log, html_dir). The build started when the tests were
-    collected (see above); this waits for it. Set DISTBOOK_HTML to reuse a
-    build already made (e.g. by scripts/build_book.sh) while working on page
-    tests.
+    The build started when the tests were collected (see above); this waits for it. Set DISTBOOK_HTML to
+    reuse a build already made (e.g. by scripts/build_book.sh) while working on page tests.
     """
     reuse = os.environ.get("DISTBOOK_HTML")
     if reuse:
         yield 0, "(reused)", Path(reuse)
         return
-    started = getattr(request.config, "_distbook_build", None)
-    if started is None:  # collected without the hook's knowledge (e.g. a plugin's item)
-        out = tmp_path_factory.mktemp("book")
-        started = (*_start_book_build(out), out)
-        request.config._distbook_build = started
-    proc, log, out = started
-    try:
-        proc.wait(timeout=2400)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, 9)
-        proc.wait()
-    yield proc.returncode, log.read_text(), out / "_build" / "html"
-    shutil.rmtree(out, ignore_errors=True)
+    out = _build_dir()
+    _start_book_build(out)  # a no-op when collection started it (but not when a plugin's item asked first)
+    code, log = _wait_for_build(out)
+    yield code, log, out / "_build" / "html"
 
 
 @pytest.fixture(scope="session")

@@ -12,7 +12,8 @@ import re
 
 import pytest
 
-from conftest import PageVisit, toc_chapters
+from conftest import ROOT, PageVisit, toc_chapters
+from distlib.static.chapters import chapters
 
 pytestmark = pytest.mark.browser
 
@@ -252,36 +253,11 @@ PROSE_JS = r"""
 })
 """
 
-#: What each chapter's widget paragraphs ask the reader to move (a phrase of the
-#: prose -> the start of the control's label on the page). A label renamed
-#: without the prose, or the prose changed, fails here rather than slipping past.
-PROSE_ASKS = {
-    "notebooks/01_ring.html": {"step slider": "step", "link bandwidth": "link bandwidth",
-                               "tokens per GPU": "tokens per GPU"},
-    "notebooks/02_walls.html": {"70B model": "parameters", "ZeRO-3": "ZeRO stage", "8 chips": "chips",
-                                "switch the accelerator": "accelerator"},
-    "notebooks/03_roofline.html": {"Pick an accelerator": "accelerator", "an operation": "operation",
-                                   "slide its size": "size n"},
-    "notebooks/04_topologies.html": {"Pick a topology": "topology", "ring order": "ring order"},
-    "notebooks/05_alpha_beta.html": {"the latency": "alpha", "link bandwidth": "bandwidth per link",
-                                     "the number of ranks": "ranks p", "the buffer": "buffer per rank"},
-    "notebooks/06_mpi.html": {},
-    "notebooks/07_nccl.html": {"to see how quickly": "ranks p", "a few microseconds": "alpha",
-                                "the bandwidth to NVLink": "bandwidth per link"},
-    "notebooks/08_overlap.html": {"bucket capacity": "bucket capacity", "the latency": "latency",
-                                  "the bandwidth": "link bandwidth"},
-    "notebooks/09_mini_cluster.html": {"ranks per node": "ranks per node", "shrink the buffer": "buffer per rank"},
-    "notebooks/10_zero.html": {"Switch the ZeRO stage": "ZeRO stage", "raise the GPUs": "GPUs p",
-                               "set the parameters to 1T": "parameters"},
-    "notebooks/11_tensor.html": {"Switch where the T ranks sit": "T ranks sit",
-                                 "lower the tensor-parallel T": "tensor-parallel T",
-                                 "Turn on sequence parallel": "sequence parallel",
-                                 "pick selective recomputation": "recomputation"},
-    "notebooks/12_pipelines.html": {"Switch the schedule to GPipe": "schedule", "Raise the stages p": "stages p",
-                                    "set the microbatches m": "microbatches m", "pick chunks v": "chunks v"},
-    "notebooks/13_layout.html": {"Pick Llama 3 405B as the model": "model", "lower the GPUs": "GPUs",
-                                 "raise the global batch": "global batch"},
-}
+#: What each chapter's widget paragraphs ask the reader to move (a phrase of the prose -> the start of the
+#: control's label on the page), read from the chapter's own metadata (distbook.prose_asks,
+#: distlib/static/chapters.py). A label renamed without the prose, or the prose changed, fails here rather
+#: than slipping past.
+PROSE_ASKS = {f"{c.file}.html": c.prose_asks for c in chapters(ROOT)}
 
 
 #: the verbs by which a paragraph asks the reader to move a control

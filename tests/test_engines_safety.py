@@ -116,7 +116,8 @@ def test_the_failed_rank_is_named_even_when_mpiexec_lost_its_stderr():
     """MPI_Abort tears down mpiexec's forwarding of the ranks' stderr; now and then the failing
     rank's "rank 1 in comm 0 ... MPI_Abort" never reached its file (CI of stop 17). The rank's
     own note, written before it aborts, still names it."""
-    from distlib.engines.launch import RunResult, _failed_rank, _mpi_failure_message
+    from distlib.engines.launch import RunResult
+    from distlib.engines.launch.mpi import _failed_rank, _mpi_failure_message  # MPI's own, not the face's
 
     def result(ended):
         return RunResult(stdout=["rank 0: first all-reduce done (3)\n", "", ""], stderr=["", "", ""], launcher="",

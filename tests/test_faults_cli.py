@@ -31,19 +31,69 @@ ENV = {**os.environ, "PYTHONPATH": str(ROOT), "DISTLIB_STALL": "4", "DISTLIB_BEH
 BENCH = ["allreduce", "--ranks", "3", "-b", "8", "-e", "64K", "-n", "3000", "-w", "1", "--timeout", "120"]
 
 
-class Bench:
-    """``python -m distlib.bench`` in a session of its own, its stderr collected as it comes."""
+def _mapped() -> set:
+    """The /dev/shm files some live process has mapped (read from every /proc/PID/maps)."""
+    held = set()
+    for maps in Path("/proc").glob("[0-9]*/maps"):
+        try:
+            held |= {line.split()[-1] for line in maps.read_text().splitlines() if "/dev/shm/" in line}
+        except OSError:
+            continue
+    return held
 
-    def __init__(self, engine: str, nodes: int | None = None):
+
+def unheld_segments(before: set) -> list:
+    """MPICH segments made since ``before`` that no live process holds: left behind by a run that is over.
+    (Tests run side by side, so a segment another run holds now is not this run's leftover.)"""
+    new = {p.name for p in SHM.iterdir() if p.name.startswith("mpich")} - before if SHM.is_dir() else set()
+    held = _mapped() if new else set()
+    return sorted(n for n in new if f"/dev/shm/{n}" not in held and (SHM / n).exists())
+
+
+#: How the launcher's output can be taken: pipes a caller reads as they come (a test harness, a CI step),
+#: pipes it reads only once the command has ended (a caller that polls), files, and a terminal.
+CAPTURES = ("pipes", "unread pipes", "files", "terminal")
+
+
+class Bench:
+    """``python -m distlib.bench`` in a session of its own, its output taken as ``capture`` says."""
+
+    def __init__(self, engine: str, nodes: int | None = None, capture: str = "pipes", folder: Path | None = None,
+                 env: dict | None = None):
         self.shm_before = {p.name for p in SHM.iterdir()} if SHM.is_dir() else set()
         where = [] if nodes is None else ["--nodes", str(nodes), "--ranks", str(2 * nodes), "--link-gbit", "1"]
-        self.proc = subprocess.Popen([sys.executable, "-m", "distlib.bench", *BENCH, "--engine", engine, *where], env=ENV,
-                                     cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        self.capture, self.err, self.out = capture, [], []
+        streams = {"pipes": (subprocess.PIPE,) * 2, "unread pipes": (subprocess.PIPE,) * 2}.get(capture)
+        if capture == "files":
+            self.files = [open(folder / name, "w+") for name in ("out.txt", "err.txt")]
+            streams = tuple(self.files)
+        elif capture == "terminal":
+            import pty
+
+            self.master, slave = pty.openpty()
+            streams = (slave, slave)
+        import uuid
+
+        self.tag = uuid.uuid4().hex  # every process of the command inherits it
+        self.proc = subprocess.Popen([sys.executable, "-m", "distlib.bench", *BENCH, "--engine", engine, *where],
+                                     env={**(env or ENV), "FAULT_TEST_TAG": self.tag}, cwd=ROOT, stdout=streams[0], stderr=streams[1], text=True,
                                      start_new_session=True)  # fmt: skip
-        self.err: list = []
-        self.out: list = []
-        for stream, sink in ((self.proc.stderr, self.err), (self.proc.stdout, self.out)):
-            threading.Thread(target=lambda s=stream, k=sink: k.extend(iter(s.readline, "")), daemon=True).start()
+        if capture == "terminal":
+            os.close(slave)
+            threading.Thread(target=self._read_terminal, daemon=True).start()
+        elif capture == "pipes":
+            for stream, sink in ((self.proc.stderr, self.err), (self.proc.stdout, self.out)):
+                threading.Thread(target=lambda s=stream, k=sink: k.extend(iter(s.readline, "")), daemon=True).start()
+
+    def _read_terminal(self):
+        while True:
+            try:
+                data = os.read(self.master, 65536)
+            except OSError:  # the terminal closed with the command
+                return
+            if not data:
+                return
+            self.err.append(data.decode(errors="replace").replace("\r\n", "\n"))
 
     def beat(self, rank: int) -> dict | None:
         for path in TMP.glob(f"distlib-*-{self.proc.pid}-*/progress/rank{rank}.json"):
@@ -71,14 +121,44 @@ class Bench:
     def wait(self, timeout: float = 60) -> tuple:
         t0 = time.monotonic()
         code = self.proc.wait(timeout=timeout)
+        seconds = time.monotonic() - t0
+        if self.capture == "unread pipes":  # read only now, as a caller that polls would
+            out, err = self.proc.communicate(timeout=30)
+            self.out, self.err = [out], [err]
+        elif self.capture == "files":
+            for f, sink in zip(self.files, (self.out, self.err)):
+                f.seek(0)
+                sink.append(f.read())
         time.sleep(0.3)  # the reader threads drain the pipes
-        return code, "".join(self.err), time.monotonic() - t0
+        return code, "".join(self.err), seconds
+
+    def starting(self, rank: int = 1, timeout: float = 30):
+        """Rank ``rank``'s own process as soon as it exists, before its first heartbeat: the deepest process of
+        this command whose environment gives that rank (under ``run_mpi`` a guard runs it with the same command
+        line and environment)."""
+        import psutil
+
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            found = {}
+            for proc in psutil.process_iter(["pid"]):
+                try:
+                    env = proc.environ()
+                except (psutil.Error, OSError):
+                    continue
+                if env.get("FAULT_TEST_TAG") == self.tag and env.get("PMI_RANK", env.get("RANK")) == str(rank):
+                    found[proc.pid] = proc
+            leaves = [p for p in found.values() if not any(c.pid in found for c in p.children())]
+            if leaves:
+                return leaves[0]
+            assert self.proc.poll() is None, "".join(self.err)
+            time.sleep(0.05)
+        raise AssertionError(f"rank {rank} never started")
 
     def leftovers(self, run_id: str) -> list:
         left = [f"process {pid}" for pid in stray_processes(run_id)]
         left += [str(p) for p in TMP.glob(f"distlib-*-{self.proc.pid}-*")]
-        now = {p.name for p in SHM.iterdir()} if SHM.is_dir() else set()
-        left += [f"/dev/shm/{n}" for n in now - self.shm_before if n.startswith("mpich")]
+        left += [f"/dev/shm/{n}" for n in unheld_segments(self.shm_before)]
         if Path("/run/netns").is_dir():
             left += [f"namespace {p.name}" for p in Path("/run/netns").glob(f"dlmc-{self.proc.pid}-*")]
         return left
@@ -93,8 +173,8 @@ class Bench:
 def bench(request):
     made = []
 
-    def start(engine, nodes=None):
-        made.append(Bench(engine, nodes))
+    def start(engine, nodes=None, **kwargs):
+        made.append(Bench(engine, nodes, **kwargs))
         return made[-1]
 
     yield start
@@ -128,6 +208,36 @@ def test_a_stopped_rank_is_named_on_stderr(bench, engine):
         line for line in err.splitlines() if "ended early" in line)
     assert re.search(r"rank 1 on node \S+ stopped making progress", first), err
     assert "SIGSTOP" in first, first
+    assert not _gone(b, run_id), b.leftovers(run_id)
+
+
+@pytest.mark.parametrize("capture", CAPTURES)
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_rank_stopped_while_it_starts_is_named_however_the_output_is_taken(bench, engine, capture, tmp_path):
+    """A rank stopped before its first heartbeat (issue 40's trial: 3 s after the command starts) is named from
+    its process, within the stall limit, and the run ends leaving nothing, whether the launcher's output goes to
+    pipes read as it comes or only at the end, to files or to a terminal."""
+    b = bench(engine, capture=capture, folder=tmp_path)
+    victim = b.starting(rank=1)
+    run_id = b.run_id(victim.pid)
+    victim.send_signal(signal.SIGSTOP)
+    code, err, seconds = b.wait(timeout=60)
+    assert code == EXIT_STATUS["rank stalled"], err
+    assert seconds < 30, seconds
+    assert re.search(r"rank 1 stopped before its first heartbeat: its process \(pid \d+\) has been stopped", err), err
+    assert "Traceback" not in err
+    assert not _gone(b, run_id), b.leftovers(run_id)
+
+
+@pytest.mark.parametrize("capture", ["unread pipes", "terminal"])
+def test_a_rank_stopped_mid_run_is_named_with_unread_pipes_or_a_terminal(bench, capture, tmp_path):
+    b = bench("mpi", capture=capture, folder=tmp_path)
+    beat = b.running()
+    run_id = b.run_id(beat["pid"])
+    os.kill(beat["pid"], signal.SIGSTOP)
+    code, err, seconds = b.wait(timeout=60)
+    assert code == EXIT_STATUS["rank stalled"] and seconds < 30, (code, seconds, err)
+    assert re.search(r"rank 1 on node \S+ stopped making progress", err), err
     assert not _gone(b, run_id), b.leftovers(run_id)
 
 
@@ -344,3 +454,66 @@ def test_faults_across_the_mini_cluster_are_named_and_leave_nothing(bench, engin
     else:
         assert code == 128 + signal.SIGTERM and "SIGTERM" in line, err
     assert not _gone(b, run_id, timeout=20), b.leftovers(run_id)
+
+
+def test_a_rank_stopped_under_a_notebook_cells_capture_is_named(tmp_path):
+    """A chapter's cell runs the bench through ``run_bench`` (its output captured by the library, the cell's by
+    the kernel): rank 1 stopped as it starts is named in the cell's error within 30 s, and nothing is left."""
+    import nbformat
+    from nbclient import NotebookClient
+
+    shm_before = {p.name for p in SHM.iterdir()} if SHM.is_dir() else set()
+    cell = '''
+import os, signal, threading, time, uuid
+import psutil
+from distlib.bench import run_bench
+
+tag = uuid.uuid4().hex
+os.environ["FAULT_TEST_TAG"] = tag
+
+def stop_rank_1():
+    while True:
+        for proc in psutil.process_iter(["pid"]):
+            try:
+                env = proc.environ()
+            except psutil.Error:
+                continue
+            if env.get("FAULT_TEST_TAG") == tag and env.get("PMI_RANK") == "1" and not proc.children():
+                proc.send_signal(signal.SIGSTOP)
+                return
+        time.sleep(0.05)
+
+threading.Thread(target=stop_rank_1, daemon=True).start()
+start = time.monotonic()
+try:
+    run_bench(engine="mpi", ranks=2, min_bytes=8, max_bytes="64K", iters=3000, timeout=120)
+    print("NOT STOPPED")
+except RuntimeError as exc:
+    print(f"after {time.monotonic() - start:.1f} s: {exc}")
+deadline = time.monotonic() + 15
+def tagged():
+    out = []
+    for proc in psutil.process_iter(["pid"]):
+        try:
+            if proc.environ().get("FAULT_TEST_TAG") == tag and proc.status() != psutil.STATUS_ZOMBIE:
+                out.append(proc.pid)
+        except psutil.Error:
+            pass
+    return out
+while tagged() and time.monotonic() < deadline:
+    time.sleep(0.2)
+print(f"left behind: {tagged()}")
+'''
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(cell)])
+    env_before = dict(os.environ)
+    os.environ.update({k: v for k, v in ENV.items() if k.startswith("DISTLIB_") or k == "PYTHONPATH"})
+    try:
+        NotebookClient(nb, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()
+    finally:
+        os.environ.clear()
+        os.environ.update(env_before)
+    printed = "".join(o.get("text", "") for o in nb.cells[0].outputs)
+    seconds = float(re.search(r"after ([\d.]+) s", printed).group(1))
+    assert seconds < 30 and "rank 1 stopped before its first heartbeat" in printed, printed
+    assert "left behind: []" in printed, printed
+    assert not unheld_segments(shm_before)

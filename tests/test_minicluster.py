@@ -395,7 +395,7 @@ def test_two_level_widget_follows_its_controls():
 
 
 def _fake_races():
-    from distlib.bench.results import Race, RaceRow
+    from distlib.collectives.measured import Race, RaceRow
 
     def one(gbit, ring, hier):
         row = RaceRow(16 << 20, {"ring": 1.0, "hierarchical": 0.7}, {"ring": ring, "hierarchical": hier}, {})

@@ -106,3 +106,49 @@ def test_setup_detects_pypa_distlib_clash(tmp_path):
     r = subprocess.run([sys.executable, str(ROOT / "scripts" / "check_distlib.py")],
                        env={"PATH": "/usr/bin:/bin"}, capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
+
+
+# ---- what the registries read of each chapter: its own metadata (distlib/static/chapters.py) ----------------
+
+
+def test_every_chapter_carries_what_the_registries_read():
+    from distlib.static.chapters import chapters
+
+    book = chapters(ROOT)  # raises naming the notebook and the key when one is missing or wrong
+    assert [c.file for c in book] == [f"notebooks/{p.stem}" for p in NOTEBOOKS]
+    assert all(c.prose_asks or c.stem == "06_mpi" for c in book)  # chapter 6's widget-free pages ask nothing
+    assert len({c.title for c in book}) == len(book)
+
+
+@pytest.mark.parametrize("meta, says", [
+    (None, "no 'distbook' metadata block"),
+    ({"title": "x"}, "plan_minutes is missing"),
+    ({**dict.fromkeys(("title", "goals", "show_live", "leave", "run_all_on"), "x"), "plan_minutes": [30],
+      "prose_asks": {}, "run_all_seconds": 3.0}, "plan_minutes must be [teaching, exercises]"),
+    ({**dict.fromkeys(("title", "goals", "show_live", "leave", "run_all_on"), "x"), "plan_minutes": [30, 15],
+      "prose_asks": {"move it": 3}, "run_all_seconds": 3.0}, "prose_asks must map phrases to control labels"),
+    ({**dict.fromkeys(("title", "goals", "show_live", "leave", "run_all_on"), "x"), "plan_minutes": [30, 15],
+      "prose_asks": {}, "run_all_seconds": 0}, "run_all_seconds must be a measured time"),
+    ({**dict.fromkeys(("title", "goals", "show_live", "leave", "run_all_on"), "x"), "plan_minutes": [30, 15],
+      "prose_asks": {}, "run_all_seconds": 3.0, "teach": 5}, "unknown keys ['teach']"),
+])
+def test_a_chapter_with_wrong_metadata_is_one_line_naming_the_key(meta, says):
+    from distlib.static.chapters import chapter_problem
+
+    problem = chapter_problem(meta)
+    assert problem is not None and says in problem and "\n" not in problem
+
+
+def test_refresh_keeps_a_chapters_metadata():
+    nb = nbtool.nbformat.read(NOTEBOOKS[0], as_version=4)
+    assert nbtool.normalize(nb, NOTEBOOKS[0].stem).metadata["distbook"] == nb.metadata["distbook"]
+
+
+def test_no_registry_outside_a_chapter_lists_the_chapters():
+    """What the guide, the browser tests and the timings need of a chapter is read from the chapter: a new
+    chapter's stem appears in no such file (the guide names only the first day's nine, its fixed curriculum)."""
+    guide = (ROOT / "book" / "instructor.md").read_text()
+    for path in NOTEBOOKS[9:]:
+        assert path.stem not in guide, f"book/instructor.md names {path.stem}: read it from the chapter's metadata"
+    assert "notebooks/1" not in (ROOT / "tests" / "test_browser.py").read_text()
+    assert not (ROOT / "book" / "workshop_timings.json").exists()

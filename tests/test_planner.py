@@ -371,3 +371,12 @@ def test_every_published_row_has_a_residual_and_a_cause_smallest_model_first():
     assert {r.row.id for r in res if r.cause == "fitted"} == {"korthikanti2022_22b", "korthikanti2022_1t"}
     with pytest.raises(ValueError, match="row_id must start with one of"):
         dl.planner.published.residual_cause("gpt4")
+
+
+def test_a_steps_name_and_layout_say_what_it_ran():
+    gpt3 = dl.transformer(96, 12288, 96, seq=2048, vocab=51200)
+    selene = dl.gpu_cluster(128, accelerator="A100", nic_bandwidth=8 * 25e9)
+    s = dl.layout_step(gpt3, selene, global_batch=1024, dp=16, tp=8, pp=8, schedule="interleaved", zero=1)
+    assert (s.layout.dp, s.layout.tp, s.layout.pp, s.layout.zero, s.layout.schedule) == (16, 8, 8, 1, "interleaved")
+    assert s.layout.microbatches == 1024 // (16 * s.micro_batch) and s.chunks == s.layout.chunks >= 2
+    assert s.name == (f"dp16 tp8 pp8 cp1 zero1 selective sp interleaved v{s.chunks} b{s.micro_batch}")

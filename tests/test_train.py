@@ -489,7 +489,7 @@ def test_layouts_across_two_nodes_reproduce_one_process_and_their_bytes_cross_th
     one = train(pp=1, microbatches=2, steps=STEPS, seed=SEED, timeout=60)  # one process accumulating the same two
     assert max(_rel(a, b) for a, b in zip(pipe.losses, one.losses)) < 1e-12
     assert pipe.nodes == 2 and sum(pipe.link_bytes.values()) >= sum(pipe.comm_bytes)
-    assert leftovers() == []
+    assert leftovers(owner=os.getpid()) == []  # this process's clusters (other tests may run theirs beside it)
 
 
 @pytest.mark.engines

@@ -90,6 +90,10 @@ if not hasattr(dl, "simulate_ring_allreduce"):
 from distlib.static.kernel import crisp_inline_figures; sharp = crisp_inline_figures()  # 2x PNGs: sharp on phones'''
 
 
+BOOK_KEY = "distbook"
+"""The notebook metadata the book's registries read: the instructor's plan, the prose's asks, the run time."""
+
+
 def _tags(cell) -> list:
     return list(cell.get("metadata", {}).get("tags", []))
 
@@ -97,11 +101,14 @@ def _tags(cell) -> list:
 def normalize(nb, stem: str):
     """Return ``nb`` in committed shape (outputs kept only on checked cells)."""
     nb = copy.deepcopy(nb)
+    book = nb.metadata.get(BOOK_KEY)
     nb.metadata = {
         "kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
         "language_info": {"name": "python"},
         "colab": {"provenance": []},
     }
+    if book is not None:  # what the book's registries read of this chapter (CONTRIBUTING.md, "Adding a chapter")
+        nb.metadata[BOOK_KEY] = book
     nb.nbformat, nb.nbformat_minor = 4, 5
     code_seen = False
     for i, cell in enumerate(nb.cells):

@@ -47,7 +47,7 @@ starts ``mpiexec`` itself); gloo and nccl ranks are always started by this
 command (``--ranks P``, default 2). ``--engine nccl`` without a CUDA GPU
 prints why it cannot run and exits with status 0.
 
-The package: :mod:`~distlib.bench.results` (the typed results, on the model
+The package: :mod:`~distlib.collectives.measured` (the typed results, on the model
 floor), :mod:`~distlib.bench.sweep` (the sweep every rank runs, the table),
 :mod:`~distlib.bench.launch` (:func:`run_bench`, :func:`race`: launching
 the ranks and reading their result back typed, through
@@ -58,7 +58,7 @@ command line). Every name of the former single module is here.
 from __future__ import annotations
 
 from .launch import bench_argv, race, run_bench
-from .results import BenchResult, BenchRow, Race, RaceRow, Timing
+from ..collectives.measured import BenchResult, BenchRow, Race, RaceRow, Timing
 from .sweep import ALGORITHM_NAMES, DTYPE_NAMES, BadInput, format_table, parse_size, rank_main, run_sweep, sizes
 
 __all__ = ["main", "parse_size", "sizes", "format_table", "ALGORITHM_NAMES", "DTYPE_NAMES", "Timing", "BenchRow",

@@ -4,10 +4,10 @@
   ranks that hand back a typed result (``--report``): :func:`run_bench` and
   :func:`race` both use it;
 * :func:`run_bench` -- the notebooks' entry: ``python -m distlib.bench`` on
-  ``ranks`` processes, its :class:`~distlib.bench.results.BenchResult` read
+  ``ranks`` processes, its :class:`~distlib.collectives.measured.BenchResult` read
   from the report line (:mod:`distlib.engines.report`);
 * :func:`race` -- a mini cluster made, the bench run across it once per
-  size, removed again; a :class:`~distlib.bench.results.Race`;
+  size, removed again; a :class:`~distlib.collectives.measured.Race`;
 * :func:`run_on_mini_cluster` -- ``python -m distlib.bench ... --nodes N``.
 
 The mini cluster and the engines are imported inside the functions that
@@ -20,7 +20,7 @@ import json
 import os
 import sys
 
-from .results import BenchResult, Race, RaceRow
+from ..collectives.measured import BenchResult, Race, RaceRow
 
 __all__ = ["bench_argv", "run_bench", "race", "run_on_mini_cluster"]
 

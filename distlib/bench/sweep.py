@@ -1,7 +1,7 @@
 """The bench on every rank: the sweep of sizes and algorithms, its options, and the nccl-tests table.
 
 :func:`run_sweep` times the engine's built-in all-reduce and the book's
-algorithms on a communicator, the same :class:`~distlib.bench.results.BenchResult`
+algorithms on a communicator, the same :class:`~distlib.collectives.measured.BenchResult`
 on every rank; :func:`format_table` prints one as ``all_reduce_perf`` does.
 The names the options accept (``--algorithms``, ``-d``) and the size
 steps (``-b``, ``-e``, ``-f``) live here too, for the command line
@@ -17,7 +17,7 @@ import os
 import sys
 import time
 
-from .results import BenchResult, BenchRow, Timing
+from ..collectives.measured import BenchResult, BenchRow, Timing
 
 __all__ = ["ALGORITHM_NAMES", "DTYPE_NAMES", "BadInput", "parse_size", "sizes", "run_sweep", "format_table"]
 

@@ -39,6 +39,7 @@ launcher makes (``$DISTLIB_PROGRESS_DIR``); a rank started any other way
 from __future__ import annotations
 
 import json
+import math
 import os
 import signal
 import socket
@@ -65,6 +66,7 @@ DEFAULT_BEHIND = float(os.environ.get("DISTLIB_BEHIND", "20"))
 ``$DISTLIB_BEHIND`` changes it (the tests use 4 s)."""
 
 _ENV_DIR = "DISTLIB_PROGRESS_DIR"
+_RANK_KEYS = ("RANK", "PMI_RANK", "PMIX_RANK", "OMPI_COMM_WORLD_RANK")  # a rank's number, by launcher
 LAUNCHER_VAR = "DISTLIB_LAUNCHER"
 _state = {"doing": "starting", "calls": 0, "comm": None, "comm_calls": 0}
 _thread: list = []
@@ -157,7 +159,7 @@ def note(doing: str) -> None:
 
 
 def _rank_from_env():
-    for key in ("RANK", "PMI_RANK", "PMIX_RANK", "OMPI_COMM_WORLD_RANK"):
+    for key in _RANK_KEYS:
         if key in os.environ:
             return int(os.environ[key])
     return None
@@ -216,6 +218,40 @@ def start(rank=None) -> bool:
 
 
 _PROC = Path("/proc")  # where Linux keeps each process's state; absent on macOS
+
+
+def _ranks_with(marker: str) -> list:
+    """``(pid, rank)`` of the live processes whose environment holds ``marker`` (``KEY=value``) and a rank."""
+    out = []
+    if _PROC.is_dir():
+        want = marker.encode()
+        for entry in _PROC.iterdir():
+            if not entry.name.isdigit():
+                continue
+            try:
+                env = (entry / "environ").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            if want in env:
+                values = dict(item.split(b"=", 1) for item in env if b"=" in item)
+                rank = next((values[k.encode()] for k in _RANK_KEYS if k.encode() in values), None)
+                if rank is not None and rank.isdigit():
+                    out.append((int(entry.name), int(rank)))
+        return out
+    try:  # pragma: no cover - not Linux: psutil, a dependency of the library
+        import psutil
+    except ImportError:  # pragma: no cover
+        return []
+    key, value = marker.split("=", 1)
+    for proc in psutil.process_iter(["pid"]):  # pragma: no cover - non-Linux
+        try:
+            env = proc.environ()
+        except (psutil.Error, OSError):
+            continue
+        rank = next((env[k] for k in _RANK_KEYS if k in env), None)
+        if env.get(key) == value and rank is not None and rank.isdigit():
+            out.append((proc.pid, int(rank)))
+    return out
 
 
 def _process_state(pid: int) -> str:
@@ -322,6 +358,8 @@ class Watchdog:
         self.stall = check_real("stall", stall, minimum=4 * BEAT)
         self.behind = check_real("behind", DEFAULT_BEHIND if behind is None else behind, minimum=4 * BEAT)
         self._gone_since: dict = {}  # rank -> when its process was first seen gone while others ran
+        self._stopped_since: dict = {}  # pid -> when a rank's process without a heartbeat was first seen stopped
+        self._scanned = -math.inf  # when the processes were last scanned for those
         self.notes: Path | None = None
         """A folder of ``ended.<rank>`` notes (MPI runs): among ranks gone, the first to leave a note is named."""
 
@@ -366,6 +404,9 @@ class Watchdog:
                 return Stall("stopped", f"rank {b.rank} on node {b.node} stopped making progress: its process is "
                              f"stopped (e.g. by SIGSTOP) and has sent no heartbeat for {b.age:.1f} s; it was "
                              f"{b.where()}", b.rank, b.node, b.doing)  # fmt: skip
+        early = self._stopped_before_beating({b.rank for b in everyone})
+        if early is not None:
+            return early
         waiting = [b for b in beats if b.comm is not None and b.waited + b.age > self.behind]
         if not waiting:
             return None
@@ -379,6 +420,28 @@ class Watchdog:
         return Stall("behind", f"rank {lag.rank} on node {lag.node} fell behind: rank(s) {peers} waited "
                      f"{longest.waited + longest.age:.1f} s in {longest.comm} (call {longest.comm_call}) while it "
                      f"was {lag.where()}{late}", lag.rank, lag.node, lag.doing)  # fmt: skip
+
+    def _stopped_before_beating(self, beating: set) -> Stall | None:
+        """A rank whose process was stopped before it wrote its first heartbeat (a ``SIGSTOP`` while it started).
+
+        No heartbeat names it, so the run's processes are looked at directly, at most once a second: those
+        whose environment points at this watchdog's folder, have a rank (``RANK``, ``PMI_RANK``, ...) that has
+        not beaten, and are stopped. One stopped for ``stall`` seconds is named.
+        """
+        now = time.monotonic()
+        if now - self._scanned < 1.0:
+            return None
+        self._scanned = now
+        stopped = {pid: rank for pid, rank in _ranks_with(f"{_ENV_DIR}={self.folder}")
+                   if rank not in beating and _process_state(pid) == "stopped"}  # fmt: skip
+        self._stopped_since = {pid: self._stopped_since.get(pid, now) for pid in stopped}
+        for pid, rank in sorted(stopped.items(), key=lambda item: item[1]):
+            waited = now - self._stopped_since[pid]
+            if waited > self.stall:
+                return Stall("stopped", f"rank {rank} stopped before its first heartbeat: its process (pid {pid}) "
+                             f"has been stopped (e.g. by SIGSTOP) for {waited:.1f} s while it started", rank, None,
+                             "starting")  # fmt: skip
+        return None
 
     def _note(self, rank: int) -> str:
         """The last line of rank ``rank``'s note of how it ended, or ``""``."""

@@ -80,6 +80,7 @@ from ..gpu_cluster import GpuCluster, calibration, gpu_cluster, predict_time
 from ..pipeline_schedule import peak_held
 from .published import published_layouts, residual_cause
 from .model import Transformer, transformer
+from .tensor_parallel import tp_collectives_per_layer, tp_message_bytes
 from ..units import gbit_to_bytes_per_s
 from ..walls import RECIPES, training_flops, zero_stage, zero_state_bytes_per_gpu
 
@@ -275,8 +276,7 @@ def _comm_terms(model: Transformer, cluster: GpuCluster, lay: _Plan) -> tuple:
     layers = _stage_layers(model, lay.layout.pp, lay.layout.chunks)
     b, s, h = lay.micro_batch, model.seq / lay.layout.cp, model.hidden
     tp_group = _group(cluster, (lay.layout.tp, 1))
-    n_tp = 6 if lay.recompute == "full" else 4
-    tp = layers * n_tp * _time("allreduce", _BF16 * b * s * h, tp_group)
+    tp = layers * tp_collectives_per_layer(lay.recompute) * _time("allreduce", tp_message_bytes(s, b, h), tp_group)
     cp_group = _group(cluster, (lay.layout.cp, lay.layout.tp))
     kv = 2 * _BF16 * b * model.seq * max(model.kv_dim // lay.layout.tp, model.hidden // model.heads)  # K and V, whole sequence
     cp = layers * (_time("allgather", kv, cp_group) + _time("reduce_scatter", kv, cp_group))

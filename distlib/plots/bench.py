@@ -1,7 +1,7 @@
 """Drawings of benchmark results: ``python -m distlib.bench`` sweeps and nccl-tests tables.
 
 One function per kind of result, used by every chapter that shows one:
-:func:`plot_bench` draws a :class:`distlib.bench.results.BenchResult` (chapters 6
+:func:`plot_bench` draws a :class:`distlib.collectives.measured.BenchResult` (chapters 6
 and 7), :func:`plot_predicted_table` the cluster model's predicted nccl-tests
 curve beside published figures (chapter 7).
 """
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..bench.results import BenchResult
+from ..collectives.measured import BenchResult
 from ..static.phone import mark_legend_below_on_phone
 from .collectives import ALGORITHM_COLORS, ALGORITHM_LABELS, _for_phone, format_bytes_axis
 

@@ -22,7 +22,7 @@ def plot_race(ax, races, *, n_bytes=None, algorithms=TWO_LEVEL_ALGORITHMS):
     Parameters
     ----------
     ax : matplotlib Axes
-    races : sequence of :class:`distlib.bench.results.Race`
+    races : sequence of :class:`distlib.collectives.measured.Race`
         One per link rate (each with a throttled link).
     n_bytes : int, optional
         The buffer size to show (default: each race's largest).

@@ -9,44 +9,15 @@ sequence parallelism and solid with it; the chosen curve thick, its value at
 the chosen T marked and written.
 
 Below, **tensor parallelism's communication per layer per micro batch**
-against the layer's **matrix-product compute** on one GPU, both in seconds:
-
-* Communication. Megatron's tensor parallelism (Shoeybi et al. 2019) ends
-  the attention block and the MLP each with an all-reduce of the layer's
-  activations, ``s b h`` 16-bit values (``2 s b h`` bytes), in the forward
-  pass, and does two more of the same size on the gradients in the backward:
-  four per layer per micro batch; full recomputation runs the forward again
-  in the backward, with its two, so six. With sequence parallelism
-  (Korthikanti et al. 2022, section 4.2.2) each all-reduce becomes a
-  reduce-scatter and an all-gather: the same ring steps and the same bytes,
-  so the same time. (Megatron also gathers the layer norm's output again in
-  the backward, overlapped with the weight-gradient product; not counted.)
-  Each collective is timed with chapter 5's alpha-beta model and the ring's
-  coefficients (:func:`distlib.cost_coefficients`): ``2 (T - 1)`` steps of
-  ``alpha`` plus ``2 (T - 1) / T`` of the buffer through one link of
-  bandwidth ``B``, one direction, nothing overlapped. Inside a node ``B`` is
-  the accelerator's scale-up link from the hardware table (the H100's NVLink
-  4, 450 GB/s); across nodes it is one InfiniBand NDR NIC per GPU
-  (:data:`distlib.NDR_NIC_BANDWIDTH`, 50 GB/s), which caps a ring that
-  crosses nodes whatever NVLink does inside them. ``alpha`` per ring step is
-  NCCL's own latency for its ring with the Simple protocol (the one it picks
-  for messages of megabytes), from ``src/graph/tuning.cc``'s ``hwLat`` table
-  as chapter 7's model (:mod:`distlib.gpu_cluster`) carries it: 3.4 us a step
-  over NVLink, 14 us a step over the network (:data:`ALPHA`). At the default
-  layer each buffer is 50 MB: latency is a fifth of the NVLink time at
-  T = 8 (a third at T = 16) and a tenth of the NIC's.
-* Compute. The matrix products of one layer, forward, for ``b`` sequences
-  of ``s`` tokens: the query, key and value projections ``3 x 2 b s h^2``,
-  the output projection ``2 b s h^2``, the MLP's two ``h x 4h`` products
-  ``2 x 8 b s h^2``, and attention's scores ``Q K^T`` and weighted values
-  ``2 x 2 b s^2 h``; in all ``F = 24 b s h^2 + 4 b s^2 h`` FLOP (Narayanan et
-  al. 2021's count, the causal mask not exploited). The backward pass costs
-  two forwards, so a step runs ``3 F``; selective recomputation adds the
-  attention core's ``4 b s^2 h`` again, full recomputation a whole ``F``.
-  Tensor parallelism splits every product ``T`` ways, so one GPU runs
-  ``(3 F + recomputed) / T``, at ``matmul_efficiency`` (default 50 %) of the
-  accelerator's dense BF16 peak from the hardware table. Layer norms,
-  softmax and dropout are memory-bound and left out, which flatters compute.
+against the layer's **matrix-product compute** on one GPU, both in seconds,
+as :mod:`distlib.planner.tensor_parallel` prices them (its docstring derives
+both): Megatron's four all-reduces of ``2 s b h`` bytes per layer per micro
+batch (six with full recomputation; with sequence parallelism each a
+reduce-scatter and an all-gather, the same time) on chapter 5's alpha-beta
+ring, inside a node over the accelerator's scale-up link or across nodes
+through one NDR NIC per GPU; and the layer's ``3 F`` matrix-product FLOP
+(plus what recomputation runs again) over ``T``, at ``matmul_efficiency``
+(default 50 %) of the dense BF16 peak.
 
 Compute falls as ``1 / T``; the communication of each GPU grows towards
 ``2 x 2 s b h`` bytes per all-reduce whatever T. Over NVLink it stays well
@@ -60,16 +31,25 @@ from __future__ import annotations
 
 import html
 import math
-from dataclasses import dataclass
 
 import ipywidgets as w
 from matplotlib.lines import Line2D
 
 from .._check import check_bool, check_choice, check_int, check_int_choice, check_real
 from ..activations import RECOMPUTE_MODES, activation_bytes_per_layer
-from ..collectives.costs import alpha_beta_time, cost_coefficients
 from ..fmt import fmt_bytes, fmt_flops, fmt_rate, fmt_seconds
 from ..hardware import accelerator as _accelerator
+from ..planner.tensor_parallel import (  # noqa: F401 - chapter 11 calls the formulas through this module
+    ALPHA,
+    GPT3_LAYER,
+    GPUS_PER_NODE,
+    PLACEMENTS,
+    TensorParallelView,
+    layer_matmul_flops,
+    tp_collectives_per_layer,
+    tp_comm_seconds,
+    tp_view,
+)
 from ..topology.graphs import NDR_NIC_BANDWIDTH
 from ._base import FigureImage, FigureWidget, StaticAxis, accelerator_name, control_layout, label_style
 
@@ -78,135 +58,11 @@ __all__ = ["TensorParallelWidget", "TensorParallelView", "TP_DEGREES", "PLACEMEN
 
 #: Tensor-parallel degrees offered.
 TP_DEGREES = [1, 2, 4, 8, 16]
-#: Where the T ranks sit: inside one node (the accelerator's scale-up link) or across nodes (one NIC per GPU).
-PLACEMENTS = ("nvlink", "nic")
 PLACEMENT_LABELS = {"nvlink": "inside a node (NVLink)", "nic": "across nodes (NIC)"}
-#: Seconds of latency per ring step: NCCL's hwLat for the ring, Simple protocol (src/graph/tuning.cc),
-#: NVLink and network rows, the values chapter 7's distlib.gpu_cluster carries.
-ALPHA = {"nvlink": 3.4e-6, "nic": 14e-6}
-#: GPT-3 175B's layer (Brown et al. 2020, "Language Models are Few-Shot Learners", Table 2.1:
-#: d_model 12288, 96 heads, context 2048), one sequence per micro batch.
-GPT3_LAYER = {"hidden": 12288, "heads": 96, "seq": 2048, "micro_batch": 1}
-#: GPUs in one NVLink node (a DGX/HGX H100): a larger T inside one needs a larger NVLink domain.
-GPUS_PER_NODE = 8
-_BF16 = 2  # bytes per activation value
 RECOMPUTE_LABELS = {"none": "none", "selective": "selective", "full": "full"}
 RECOMPUTE_COLORS = {"none": "#D55E00", "selective": "#0072B2", "full": "#009E73"}
 PLACEMENT_COLORS = {"nvlink": "#0072B2", "nic": "#D55E00"}
 _COMPUTE = "#222222"
-
-
-def layer_matmul_flops(seq, micro_batch, hidden, *, tp=1, recompute="none") -> float:
-    """FLOP of one layer's matrix products for one micro batch on one of ``tp`` GPUs, forward and backward.
-
-    ``F = 24 b s h^2 + 4 b s^2 h`` forward (the module's docstring counts
-    it), three times that for forward and backward, plus what ``recompute``
-    runs again (``"selective"``: ``4 b s^2 h``; ``"full"``: ``F``), over ``tp``.
-
-    >>> f = layer_matmul_flops(2048, 1, 12288, tp=8)
-    >>> round(f / (3 * 24 * 2048 * 12288**2 / 8), 3)   # the h^2 terms, and s / (6 h) more for attention
-    1.028
-    """
-    s = check_int("seq", seq, minimum=1)
-    b = check_int("micro_batch", micro_batch, minimum=1)
-    h = check_int("hidden", hidden, minimum=1)
-    t = check_int("tp", tp, minimum=1)
-    mode = check_choice("recompute", recompute, RECOMPUTE_MODES)
-    attention = 4.0 * b * s * s * h
-    forward = 24.0 * b * s * h * h + attention
-    again = {"none": 0.0, "selective": attention, "full": forward}[mode]
-    return (3 * forward + again) / t
-
-
-def tp_collectives_per_layer(recompute="none") -> int:
-    """All-reduces (or reduce-scatter + all-gather pairs) per layer per micro batch: 4, or 6 with full recomputation."""
-    return 6 if check_choice("recompute", recompute, RECOMPUTE_MODES) == "full" else 4
-
-
-def tp_comm_seconds(seq, micro_batch, hidden, *, tp, sequence_parallel=False, recompute="none", alpha,
-                    bandwidth) -> float:
-    """Seconds of tensor-parallel collectives per layer per micro batch on a ring of ``tp`` ranks (not overlapped).
-
-    ``tp_collectives_per_layer(recompute)`` collectives of ``2 s b h`` bytes:
-    ring all-reduces, or with ``sequence_parallel`` a ring reduce-scatter and
-    a ring all-gather each (the same steps and bytes), timed
-    ``A alpha + B n / bandwidth`` with the ring's ``(A, B)``.
-
-    >>> t = tp_comm_seconds(2048, 1, 12288, tp=8, alpha=0.0, bandwidth=50e9)
-    >>> round(t * 1e3, 3)   # 4 x 2 (7/8) x 50.3 MB / 50 GB/s, in ms
-    7.046
-    """
-    s = check_int("seq", seq, minimum=1)
-    b = check_int("micro_batch", micro_batch, minimum=1)
-    h = check_int("hidden", hidden, minimum=1)
-    t = check_int("tp", tp, minimum=1)
-    n = float(_BF16 * s * b * h)
-    if sequence_parallel:
-        pairs = [cost_coefficients("reduce_scatter", t), cost_coefficients("allgather", t)]
-        steps, factor = sum(a for a, _ in pairs), sum(c for _, c in pairs)
-    else:
-        steps, factor = cost_coefficients("allreduce", t)
-    one = alpha_beta_time(steps, factor, n, alpha=alpha, bandwidth=bandwidth)
-    return tp_collectives_per_layer(recompute) * float(one)
-
-
-@dataclass(frozen=True)
-class TensorParallelView:
-    """What the widget shows for one choice of its controls."""
-
-    tp: int
-    sequence_parallel: bool
-    recompute: str
-    placement: str
-    accelerator: str
-    seq: int
-    micro_batch: int
-    hidden: int
-    heads: int
-    #: activations one layer keeps on one GPU (Korthikanti et al. 2022), bytes
-    activation_bytes: float
-    #: one layer's matrix-product FLOP for one micro batch on one GPU, recomputation included
-    flops: float
-    #: FLOP/s those products run at: the dense BF16 peak times the efficiency
-    flops_rate: float
-    #: collectives per layer per micro batch, and the bytes of each
-    collectives: int
-    message_bytes: float
-    #: placement -> seconds of TP communication per layer per micro batch
-    comm: dict
-    #: placement -> link bandwidth (bytes/s, one direction) and alpha (s per ring step)
-    bandwidth: dict
-    alpha: dict
-
-    @property
-    def compute_seconds(self) -> float:
-        return self.flops / self.flops_rate
-
-    @property
-    def comm_seconds(self) -> float:
-        """The chosen placement's communication time."""
-        return self.comm[self.placement]
-
-    @property
-    def ratio(self) -> float:
-        """Communication time over compute time, for the chosen placement."""
-        return self.comm_seconds / self.compute_seconds
-
-
-def tp_view(tp, sequence_parallel, recompute, placement, *, hidden=12288, heads=96, seq=2048, micro_batch=1,
-            accelerator="H100", matmul_efficiency=0.5) -> TensorParallelView:
-    """The numbers behind one frame."""
-    spec = _accelerator(accelerator)
-    act = activation_bytes_per_layer(seq, micro_batch, hidden, heads, tp=tp, sequence_parallel=sequence_parallel,
-                                     recompute=recompute)
-    bandwidth = {"nvlink": float(spec.link_bandwidth), "nic": float(NDR_NIC_BANDWIDTH)}
-    comm = {p: tp_comm_seconds(seq, micro_batch, hidden, tp=tp, sequence_parallel=sequence_parallel,
-                               recompute=recompute, alpha=ALPHA[p], bandwidth=bandwidth[p]) for p in PLACEMENTS}
-    return TensorParallelView(int(tp), bool(sequence_parallel), recompute, placement, spec.name, int(seq),
-                              int(micro_batch), int(hidden), int(heads), act,
-                              layer_matmul_flops(seq, micro_batch, hidden, tp=tp, recompute=recompute),
-                              float(spec.bf16_flops) * matmul_efficiency, tp_collectives_per_layer(recompute),
-                              float(_BF16 * seq * micro_batch * hidden), comm, bandwidth, dict(ALPHA))
 
 
 def _log_limits(lo: float, hi: float, *, headroom: float) -> tuple:

@@ -202,7 +202,7 @@ class Race:
         memory-copy bandwidth (shared memory: one copy per byte).
         :func:`distlib.collectives.two_level_allreduce_time` is the model.
         """
-        from ..collectives import bus_bandwidth, two_level_allreduce_time
+        from . import bus_bandwidth, two_level_allreduce_time
 
         if self.link_bandwidth is None:
             raise ValueError("predicted_busbw needs a throttled link (link_gbit)")
