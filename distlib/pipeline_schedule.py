@@ -63,7 +63,7 @@ ZB-H1: bubble ``(p - 1)(tf + tb_in - tw)`` with ``tb = tb_in + tw``, Qi et
 al.'s figure, when ``tw <= min(tf, tb_in)`` (with the three equal, a third of
 1F1B's); with a longer ``W`` the order above leaves ``(p - 1) max(tf, tb_in)``.
 Every stage holds at most ``p`` microbatches. :func:`bubble_closed_forms`
-gives DeepSeek-V3's table of 1F1B, ZB1P (ZB-H1) and DualPipe.
+gives DeepSeek-V3's table of 1F1B, ZB1P (whose bubble is ZB-H1's) and DualPipe.
 
 >>> r = pipeline_schedule("zb-h1", 4, 8, forward_time=1.0, backward_time=2.0, weight_time=1.0)
 >>> r.bubble_time, r.peak_in_flight      # 1F1B's would be 9.0, in the same memory
@@ -537,7 +537,7 @@ class ClosedForm:
 
 
 def bubble_closed_forms(stages, *, forward_time, backward_time, weight_time, overlapped_time) -> dict:
-    """DeepSeek-V3's comparison of 1F1B, ZB1P (Qi et al.'s ZB-H1) and DualPipe (chapter 12).
+    """DeepSeek-V3's comparison of 1F1B, ZB1P and DualPipe (chapter 12).
 
     DeepSeek-AI 2024, "DeepSeek-V3 Technical Report" (arXiv:2412.19437), section 3.2.1, Table 2, with ``F`` a
     forward chunk's time, ``B`` a full backward chunk's, ``W`` its weight-gradient part and ``F&B`` two forward
@@ -551,6 +551,8 @@ def bubble_closed_forms(stages, *, forward_time, backward_time, weight_time, ove
     DualPipe              ``(PP/2 - 1)(F&B + B - 3W)``  2x          ``PP + 1``
     ====================  ============================  ==========  ===========
 
+    ZB1P is Qi et al.'s ZB-1p, their schedule in 1F1B's memory; with ``B`` the whole backward,
+    ``F + B - 2W`` is the handcrafted ZB-H1's ``tf + tb_in - tw``.
     DualPipe feeds microbatches from both ends of the pipeline, so each device holds two copies of its stage's
     parameters (one per direction); its bubble counts half the stages.
 
