@@ -61,6 +61,14 @@ from .planner import (LAYOUT_SCHEDULES, ATTENTION_KERNELS, BREAKDOWN_TERMS, MIN_
                      planner_constants, LayoutStep, layout_step, plan_layouts)
 from .planner.published import PublishedLayout, published_layouts
 
+# Part V: long sequences (context parallelism)
+from .context_parallel import (SPLITS, cp_chunks, cp_positions, softmax_attention, softmax_attention_backward,
+                               block_attention, block_attention_backward, merge_partials, online_softmax_attention,
+                               RingHop, RingAttention, ring_attention, causal_pairs, chunk_pairs, work_imbalance,
+                               CPComm, cp_comm, cp_collectives, RingTimeline, ring_timeline, ring_work, RingSchedule,
+                               ring_schedule, ring_overlap_tokens, ring_step_saving, CPLayer, cp_layer,
+                               cp_activation_bytes_per_layer)
+
 # units, shown numbers and notebook helpers
 from .units import gbit_to_bytes_per_s, bytes_per_s_to_gbit
 from .fmt import Text, si, fmt_bytes, fmt_seconds, fmt_rate, fmt_flops, fmt_share
@@ -98,6 +106,11 @@ CONTRACT = (
     "fsdp_compute_bound_tokens", "hsdp_state_bytes_per_gpu", "hsdp_comm_bytes_per_gpu",
     "accumulation_comm_bytes_per_gpu", "accumulation_grad_bytes_per_gpu", "logits_bytes", "tp_compute_bound_hidden",
     "measured_stage_times", "message_time_for_bubble", "bubble_closed_forms", "peak_held", "dense_peak",
+    # chapter 14: context parallelism
+    "online_softmax_attention", "softmax_attention", "softmax_attention_backward", "merge_partials",
+    "ring_attention", "causal_pairs", "work_imbalance", "ring_work", "ring_schedule", "ring_timeline",
+    "ring_overlap_tokens", "ring_step_saving", "cp_comm", "cp_layer", "cp_activation_bytes_per_layer",
+    "cp_positions", "cp_collectives", "published_layouts",
 )
 
 # Everything exported: the names imported above, and the model modules the chapters reach as
@@ -148,6 +161,12 @@ __all__ = [
     # transformer_model, layout, layout_published
     "Transformer", "transformer", "LAYOUT_SCHEDULES", "ATTENTION_KERNELS", "BREAKDOWN_TERMS", "MIN_CP_TOKENS",
     "PlannerConstants", "planner_constants", "LayoutStep", "layout_step", "plan_layouts", "PublishedLayout", "published_layouts",
+    # context parallelism
+    "SPLITS", "cp_chunks", "cp_positions", "softmax_attention", "softmax_attention_backward", "block_attention",
+    "block_attention_backward", "merge_partials", "online_softmax_attention", "RingHop", "RingAttention",
+    "ring_attention", "causal_pairs", "chunk_pairs", "work_imbalance", "CPComm", "cp_comm", "cp_collectives",
+    "RingTimeline", "ring_timeline", "ring_work", "RingSchedule", "ring_schedule", "ring_overlap_tokens",
+    "ring_step_saving", "CPLayer", "cp_layer", "cp_activation_bytes_per_layer",
     # units, fmt, notebook
     "gbit_to_bytes_per_s", "bytes_per_s_to_gbit",
     "Text", "si", "fmt_bytes", "fmt_seconds", "fmt_rate", "fmt_flops", "fmt_share",

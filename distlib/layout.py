@@ -405,8 +405,9 @@ def _cp_problem(lay: Layout, config, batch) -> str | None:
         heads = config.heads // lay.tp
         fits = [c for c in _divisors(heads)]
         if heads % lay.cp:
-            return (f"--cp with --cp-kind ulysses must divide the {heads} heads of each tensor-parallel rank "
-                    f"(its all-to-all hands each rank whole heads): one of {_join(fits)}; got {lay.cp}")
+            return (f"--cp with --cp-kind ulysses must divide the {heads} head{'s' * (heads != 1)} of each "
+                    f"tensor-parallel rank (its all-to-all hands each rank whole heads): one of {_join(fits)}; "
+                    f"got {lay.cp}")
     if lay.sequence_parallel and (config.seq // lay.cp) % lay.tp:
         return (f"--sp with --cp {lay.cp} needs --tp to divide each context-parallel rank's "
                 f"{config.seq // lay.cp} tokens, got {lay.tp}")

@@ -16,6 +16,10 @@
 #   6. chapter7   notebooks/07_nccl.ipynb executed top to bottom (its NCCL cells take the
 #                 GPU path when one is present)
 #   7. model      the NCCL cluster model's prediction for this node, beside the bench
+#   8. context    torch.distributed.tensor.experimental.context_parallel on this GPU (its ranks
+#                 sharing it) beside the book's ring attention, forward and backward, equal to
+#                 rounding (chapter 14; distlib.examples.context_parallel_torch, whose CPU half
+#                 tests/test_gpu_check.py runs)
 #
 # Exit status: 0 all checks passed; 1 a check failed; 3 no CUDA GPU here (nothing run
 # beyond the GPU probe: the report says why). Never run by scripts/test.sh.
@@ -78,7 +82,8 @@ case "$probe" in
   *)
     record gpu SKIPPED "no CUDA GPU: ${probe#NOGPU } | $smi"
     echo "# gpu_check: SKIPPED: this machine has no CUDA GPU that PyTorch can use, so none of the GPU paths"
-    echo "# (roofline on CUDA, copy/compute overlap, NCCL worker, NCCL bench, chapter 7's NCCL cells) can run."
+    echo "# (roofline on CUDA, copy/compute overlap, NCCL worker, NCCL bench, chapter 7's NCCL cells,"
+    echo "# torch's context_parallel beside the book's ring attention) can run."
     echo "# Run this script on a machine with an NVIDIA GPU and a CUDA build of torch."
     # GPU_CHECK_FORCE=1 goes on anyway (to exercise this script itself: every check then fails on CPU).
     [ "${GPU_CHECK_FORCE:-0}" = 1 ] || exit 3
@@ -158,6 +163,9 @@ else:
         p = dl.predict("allreduce", n, c)
         print(f"model, {c.describe()}: {n} B -> busbw {p.busbw / 1e9:.1f} GB/s ({p.algorithm}/{p.protocol})")
 EOF
+
+# 8. Torch's context parallelism beside the book's ring attention (chapter 14)
+run_check context 600 "$PY" -m distlib.examples.context_parallel_torch --device cuda --cp 2
 
 echo
 echo "# gpu_check report"

@@ -49,12 +49,12 @@ def test_naive_ring_deadlocks_and_the_book_ring_does_not():
     from distlib.examples.naive_ring_deadlock import demo
 
     start = time.monotonic()
-    outcomes = demo(3, timeout=4)
+    outcomes = demo(3, timeout=10)  # the safe ring's start-up too must fit, on a machine busy with other tests
     assert outcomes["naive"].status == "deadlocked"
     assert "deadlocked" in str(outcomes["naive"])
-    assert outcomes["safe"].status == "completed"
+    assert outcomes["safe"].status == "completed", outcomes["safe"]
     assert "received 1 from the left" in outcomes["safe"].result.stdout[2]
-    assert time.monotonic() - start < 30
+    assert time.monotonic() - start < 45
     for outcome in outcomes.values():
         assert survivors(outcome.result.run_id) == []
 
@@ -341,11 +341,12 @@ def test_torchrun_stops_every_rank_when_one_fails(mode):
     with pytest.raises(RunError) as info:
         # A hung rank is caught by the others' collective timeout (DISTLIB_TIMEOUT, half of
         # `timeout`): they fail, and torchrun stops the rest. The outer timeout is the backstop.
-        # (40 s: on a loaded machine the start-up and torchrun's own stop took 24 s of 30 before;
-        # behind=60 leaves this case to torchrun, the launcher's own naming is test_faults_cli's.)
-        run_torchrun("distlib.examples.faulty_rank", 3, args=["--engine", "gloo", "--mode", mode], timeout=40,
-                     behind=60)
-    assert time.monotonic() - start < 60
+        # (60 s: on a loaded machine the start-up and torchrun's own stop took 24 s of 30 before, and with the
+        # suite's workers beside it more than 40; behind=90 leaves this case to torchrun, the launcher's own
+        # naming is test_faults_cli's.)
+        run_torchrun("distlib.examples.faulty_rank", 3, args=["--engine", "gloo", "--mode", mode], timeout=60,
+                     behind=90)
+    assert time.monotonic() - start < 90
     assert "torchrun stopped every rank" in str(info.value)
     if mode == "hang":
         assert "Timed out" in str(info.value)

@@ -176,9 +176,9 @@ def test_shell_line_shows_what_a_terminal_shows_and_stops_a_command_past_its_tim
         assert time.monotonic() - t0 < 20
         assert cluster.login(["squeue", "-h"], timeout=30).stdout.strip() == ""  # its job was cancelled
         deadline = time.monotonic() + 15
-        while time.monotonic() < deadline and any("sleep" in " ".join(t) for t in _slurm_tasks()):
+        while time.monotonic() < deadline and any("sleep" in " ".join(t) for t in _slurm_tasks(os.getpid())):
             time.sleep(0.2)
-        assert not any("sleep" in " ".join(t) for t in _slurm_tasks())
+        assert not any("sleep" in " ".join(t) for t in _slurm_tasks(os.getpid()))
     _nothing_left(cluster)
 
 
@@ -224,9 +224,10 @@ def test_minicluster_run_sigterm_stops_the_command_and_removes_the_cluster():
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
     try:
         deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and not any("sleep 600" in " ".join(p) for p in _slurm_tasks()):
+        while time.monotonic() < deadline and not any("sleep 600" in " ".join(p) for p in _slurm_tasks(proc.pid)):
             time.sleep(0.2)
-        assert any("sleep 600" in " ".join(p) for p in _slurm_tasks()), proc.stderr.read() if proc.poll() else ""
+        assert any("sleep 600" in " ".join(p) for p in _slurm_tasks(proc.pid)), (
+            proc.stderr.read() if proc.poll() else "")
         proc.send_signal(signal.SIGTERM)
         out, err = proc.communicate(timeout=30)
     finally:
@@ -235,13 +236,15 @@ def test_minicluster_run_sigterm_stops_the_command_and_removes_the_cluster():
     assert proc.returncode == 128 + signal.SIGTERM, err
     ours = [line for line in err.splitlines() if line.startswith("python -m distlib.minicluster:")]
     assert len(ours) == 2 and "stopped by SIGTERM" in ours[-1], err  # what it made, then one line
-    assert leftovers(owner=proc.pid) == [] and not _slurm_tasks()
+    assert leftovers(owner=proc.pid) == [] and not _slurm_tasks(proc.pid)
     assert not _daemons_of(f"dlmc-{proc.pid}-")
 
 
-def _slurm_tasks() -> list:
-    """Command lines of processes that a slurmstepd started (the tasks of a job), as lists."""
-    out = []
+def _slurm_tasks(owner: int | None = None) -> list:
+    """Command lines of processes that a slurmstepd started (the tasks of a job), as lists; with ``owner``, only
+    those of the clusters that process made (their ``SLURM_CONF`` lies in a folder named after its pid: other
+    tests may run clusters beside this one)."""
+    out, mark = [], f"/dlmc-{owner}-".encode()
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
@@ -249,9 +252,10 @@ def _slurm_tasks() -> list:
             parent = (entry / "stat").read_text().rsplit(")", 1)[1].split()[1]
             cmd = (entry / "cmdline").read_bytes().split(b"\0")
             pcmd = Path(f"/proc/{parent}/cmdline").read_bytes()
+            env = (entry / "environ").read_bytes() if owner is not None else b""
         except OSError:
             continue
-        if pcmd.startswith(b"slurmstepd"):
+        if pcmd.startswith(b"slurmstepd") and (owner is None or mark in env):
             out.append([c.decode(errors="replace") for c in cmd if c])
     return out
 

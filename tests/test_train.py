@@ -164,7 +164,9 @@ def runs():
     lines = cli.stdout.splitlines()
     assert len(lines) == 1  # one JSON object, nothing else on stdout
     body = json.loads(lines[0])
-    assert list(body) == ["losses", "param_checksum", "state_bytes", "comm_bytes", "step_seconds"]
+    # the contract's keys, then what Part V adds to every run: each rank's peak activations kept for backward
+    assert list(body) == ["losses", "param_checksum", "state_bytes", "comm_bytes", "step_seconds", "activation_bytes"]
+    assert len(body["activation_bytes"]) == dp * tp and all(b > 0 for b in body["activation_bytes"])
     assert f"step {STEPS}/{STEPS}" in cli.stderr  # progress on stderr
     out[CLI_LAYOUT] = TrainResult(layout=Layout(dp=dp, tp=tp, zero=zero), seed=SEED, **body)
     return out

@@ -6,16 +6,18 @@ is wanted, a float where only integers make sense), raised from distlib's own
 checks before a single control exists, with a one-line message that names
 the argument and states what it accepts.
 
-``BAD_WIDGET_INPUTS`` is the table of cases; ``tools/bad_inputs.py`` prints
-it with each message for a reviewer. Each case is ``(label, call, error,
-states)``: ``call`` is ``(class name, keyword arguments)``, the argument under
-test being the last keyword; ``states`` is text the message must contain (the
-range or the choices).
+Each widget class declares its own cases, ``BAD_INPUTS`` (see
+``distlib/widgets/_base.py``), and the widgets are found, not listed
+(:func:`distlib.widgets.widget_classes`). ``BAD_WIDGET_INPUTS`` gathers the
+cases; ``tools/bad_inputs.py`` prints them with each message for a reviewer.
+Each case is ``(label, call, error, states)``: ``call`` is ``(class name,
+keyword arguments)``, the argument under test being the last keyword;
+``states`` is text the message must contain (the range or the choices).
 """
 
 from __future__ import annotations
 
-import math
+import sys
 import traceback
 from pathlib import Path
 from typing import NamedTuple
@@ -25,24 +27,18 @@ import pytest
 w = pytest.importorskip("ipywidgets")
 
 import distlib as dl  # noqa: E402
-from distlib.widgets.collectives import CollectivesWidget  # noqa: E402
-from distlib.widgets.minicluster import TwoLevelWidget  # noqa: E402
-from distlib.widgets.overlap import OverlapWidget  # noqa: E402
-from distlib.widgets.pipeline import PipelineWidget  # noqa: E402
-from distlib.widgets.planner import PlannerWidget  # noqa: E402
-from distlib.widgets.ring import ClusterWidget, RingWidget  # noqa: E402
-from distlib.widgets.roofline import RooflineWidget  # noqa: E402
-from distlib.widgets.topology import TopologyWidget  # noqa: E402
-from distlib.widgets.tp import TensorParallelWidget  # noqa: E402
-from distlib.widgets.walls import WallsWidget  # noqa: E402
-from distlib.widgets.zero import ZeroWidget  # noqa: E402
+from distlib.widgets import widget_classes  # noqa: E402
+from distlib.widgets._base import FigureWidget  # noqa: E402
 
-#: Every public widget class, by name.
-WIDGETS = {cls.__name__: cls for cls in (RingWidget, ClusterWidget, CollectivesWidget, TwoLevelWidget,
-                                         OverlapWidget, RooflineWidget, TopologyWidget, WallsWidget,
-                                         ZeroWidget, TensorParallelWidget, PipelineWidget, PlannerWidget)}
+_TOOLS = str(Path(__file__).resolve().parents[1] / "tools")
+sys.path.insert(0, _TOOLS)
+try:
+    from bad_inputs import call_text  # the reviewer's table (tools/bad_inputs.py) writes the calls this way
+finally:
+    sys.path.remove(_TOOLS)
 
-NAN, INF = float("nan"), float("inf")
+#: Every public widget class, by name: each module of distlib.widgets, read for its FigureWidget subclasses.
+WIDGETS = widget_classes()
 
 
 class BadInput(NamedTuple):
@@ -56,142 +52,36 @@ class BadInput(NamedTuple):
         return list(self.call[1])[-1]
 
 
-def _bad(label, cls, error, states, **kwargs) -> BadInput:
-    return BadInput(label, (cls, kwargs), error, states)
+def missing_declarations(cls) -> list:
+    """What ``cls`` fails to declare as every widget must: ``EXAMPLE`` (a dict of constructor keywords) and
+    ``BAD_INPUTS`` (a tuple of ``(label, keywords, error type, text)``, not empty, each error a ValueError or
+    TypeError and its keywords not empty)."""
+    missing = []
+    example = getattr(cls, "EXAMPLE", None)
+    if not isinstance(example, dict) or not all(isinstance(k, str) for k in example):
+        missing.append("EXAMPLE: a dict of the keywords its static-frame tests build it with")
+    bad = getattr(cls, "BAD_INPUTS", None)
+    rows_ok = isinstance(bad, tuple) and bad and all(
+        isinstance(row, tuple) and len(row) == 4 and isinstance(row[0], str) and isinstance(row[1], dict) and row[1]
+        and row[2] in (ValueError, TypeError) and isinstance(row[3], str) for row in bad)
+    if not rows_ok:
+        missing.append("BAD_INPUTS: a tuple of (label, keywords, ValueError or TypeError, text the message states)")
+    return missing
 
 
-V, T = ValueError, TypeError
+def bad_widget_inputs(widgets: dict) -> list:
+    """The cases every widget declares, widget by widget."""
+    return [BadInput(label, (name, dict(kwargs)), error, states)
+            for name, cls in widgets.items() for label, kwargs, error, states in getattr(cls, "BAD_INPUTS", ())]
 
-BAD_WIDGET_INPUTS = [
-    # chapter 12's pipeline explorer
-    _bad("unknown pipeline schedule", "PipelineWidget", V, "'gpipe', '1f1b', 'interleaved'", kind="pipedream"),
-    _bad("three pipeline stages", "PipelineWidget", V, "2, 4, 8", stages=3),
-    _bad("microbatches not offered", "PipelineWidget", V, "8, 16, 32", microbatches=12),
-    _bad("one chunk for the interleaved schedule", "PipelineWidget", V, "2, 4", chunks=1),
-    _bad("fractional chunks", "PipelineWidget", T, "2, 4", chunks=2.5),
-    _bad("backward ratio above the buttons", "PipelineWidget", V, "[1, 3]", backward_ratio=5),
-    # chapter 13's planner
-    _bad("a model not on the menu (planner)", "PlannerWidget", V, "'GPT-3 175B', 'Llama 3 405B', 'Megatron 1T'",
-         model="GPT-4"),
-    _bad("GPUs not a power of two (planner)", "PlannerWidget", V, "64, 128, 256", gpus=1000),
-    _bad("bool for GPUs (planner)", "PlannerWidget", T, "64, 128, 256", gpus=True),
-    _bad("global batch not on the menu (planner)", "PlannerWidget", V, "256, 512, 1024, 2048, 4096",
-         global_batch=1536),
-    # chapter 11's tensor-parallel explorer
-    _bad("three tensor-parallel ranks", "TensorParallelWidget", V, "1, 2, 4, 8, 16", tp=3),
-    _bad("unknown recomputation", "TensorParallelWidget", V, "'none', 'selective', 'full'", recompute="some"),
-    _bad("unknown placement", "TensorParallelWidget", V, "'nvlink', 'nic'", placement="pcie"),
-    # chapter 10's ZeRO explorer
-    _bad("model too small for the slider (zero)", "ZeroWidget", V, "[1e+09, 1e+12]", params=1e6),
-    _bad("NaN parameters (zero)", "ZeroWidget", V, "[1e+09, 1e+12]", params=NAN),
-    _bad("three GPUs (zero)", "ZeroWidget", V, "1, 2, 4, 8", gpus=3),
-    _bad("ZeRO stage 5 (zero)", "ZeroWidget", V, "0, 1, 2, 3", stage=5),
-    _bad("accelerator not in the table (zero)", "ZeroWidget", V, "known: A100, H100", accelerator="V100"),
-    # the ring: p in [2, 12], step in [0, 2 (p - 1)]
-    _bad("ring of one GPU", "RingWidget", V, "[2, 12]", p=1),
-    _bad("ring larger than the slider", "RingWidget", V, "[2, 12]", p=13),
-    _bad("bool for p", "RingWidget", T, "[2, 12]", p=True),
-    _bad("fractional p", "RingWidget", T, "[2, 12]", p=4.5),
-    _bad("p as a string", "RingWidget", T, "[2, 12]", p="4"),
-    _bad("NaN for p", "RingWidget", T, "[2, 12]", p=NAN),
-    _bad("negative step", "RingWidget", V, "[0, 6] for p = 4", p=4, step=-1),
-    _bad("step past the end", "RingWidget", V, "[0, 6] for p = 4", p=4, step=7),
-    _bad("zero Play interval", "RingWidget", V, ">= 1", interval_ms=0),
-    _bad("unknown numbering", "RingWidget", V, "'ring', 'mpi'", numbering="MPI"),
-    # the cluster calculator (SI units)
-    _bad("one GPU", "ClusterWidget", V, "[2, 16384]", p=1),
-    _bad("more GPUs than the slider", "ClusterWidget", V, "[2, 16384]", p=32768),
-    _bad("negative parameter count", "ClusterWidget", V, "[1e+08, 1e+12]", params=-7e9),
-    _bad("NaN parameters", "ClusterWidget", V, "[1e+08, 1e+12]", params=NAN),
-    _bad("3-byte gradients", "ClusterWidget", V, "2, 4", bytes_per_value=3),
-    _bad("bool for bytes_per_value", "ClusterWidget", T, "2, 4", bytes_per_value=True),
-    _bad("link in GB/s, not bytes/s", "ClusterWidget", V, "[1e+09, 1e+12] bytes/s", link_bandwidth=50),
-    _bad("infinite FLOP/s", "ClusterWidget", V, "[1e+13, 1e+16] FLOP/s", flops_per_gpu=INF),
-    _bad("MFU of zero", "ClusterWidget", V, "[0.05, 1]", mfu=0),
-    _bad("MFU above one", "ClusterWidget", V, "[0.05, 1]", mfu=1.5),
-    _bad("MFU as a string", "ClusterWidget", T, "[0.05, 1]", mfu="0.4"),
-    _bad("too few tokens per GPU", "ClusterWidget", V, "[512, 1048576]", tokens_per_gpu=100),
-    # the alpha-beta explorer
-    _bad("collective spelt MPI's way", "CollectivesWidget", V, "'allreduce', 'reduce_scatter'",
-         collective="all_reduce"),
-    _bad("zero latency", "CollectivesWidget", V, "[1e-07, 0.001] s", alpha=0),
-    _bad("latency in µs, not s", "CollectivesWidget", V, "[1e-07, 0.001] s", alpha=5),
-    _bad("negative bandwidth", "CollectivesWidget", V, "[1e+08, 1e+12] bytes/s", bandwidth=-1),
-    _bad("bandwidth as a string", "CollectivesWidget", T, "[1e+08, 1e+12] bytes/s", bandwidth="50e9"),
-    _bad("one rank", "CollectivesWidget", V, "[2, 1024]", p=1),
-    _bad("more ranks than the slider", "CollectivesWidget", V, "[2, 1024]", p=2048),
-    _bad("empty buffer", "CollectivesWidget", V, "[1, 1e+10] bytes", n_bytes=0),
-    _bad("infinite buffer", "CollectivesWidget", V, "[1, 1e+10] bytes", n_bytes=INF),
-    _bad("unknown algorithm", "CollectivesWidget", V, "'ring', 'tree', 'halving_doubling'",
-         regime_algorithm="butterfly"),
-    # the two-level cluster
-    _bad("three nodes", "TwoLevelWidget", V, "2, 4, 8, 16, 32, 64, 128", nodes=3),
-    _bad("fractional node count", "TwoLevelWidget", T, "2, 4, 8", nodes=2.5),
-    _bad("no ranks per node", "TwoLevelWidget", V, "[1, 16]", ranks_per_node=0),
-    _bad("more ranks per node than the slider", "TwoLevelWidget", V, "[1, 16]", ranks_per_node=17),
-    _bad("link in Gbit/s, not bytes/s", "TwoLevelWidget", V, "[1e+07, 1e+11] bytes/s", link_bandwidth=1),
-    _bad("intra-node link too fast", "TwoLevelWidget", V, "[1e+08, 1e+12] bytes/s", intra_bandwidth=1e13),
-    _bad("negative latency between nodes", "TwoLevelWidget", V, "[1e-07, 0.001] s", alpha_inter=-5e-5),
-    _bad("one-second latency inside", "TwoLevelWidget", V, "[1e-07, 0.001] s", alpha_intra=1),
-    _bad("ten-byte buffer", "TwoLevelWidget", V, "[1000, 1e+10] bytes", n_bytes=10),
-    # communication hiding (SI units; the sliders show ms, GB, MiB, µs, GB/s)
-    _bad("no layers", "OverlapWidget", V, "[1, 48]", layers=0),
-    _bad("more layers than the slider", "OverlapWidget", V, "[1, 48]", layers=49),
-    _bad("backward time in ms, not s", "OverlapWidget", V, "[0.0001, 0.1] s", backward_time=5),
-    _bad("no gradients", "OverlapWidget", V, "[1e+06, 1e+11] bytes", grad_bytes=0),
-    _bad("unknown gradient profile", "OverlapWidget", V, "'uniform', 'embedding'", profile="gpt2"),
-    _bad("bucket in MiB, not bytes", "OverlapWidget", V, "[65536, 17179869184] bytes", bucket_bytes=25),
-    _bad("latency in µs, not s (overlap)", "OverlapWidget", V, "[1e-07, 0.001] s", alpha=5),
-    _bad("bandwidth in GB/s, not bytes/s", "OverlapWidget", V, "[1e+08, 1e+12] bytes/s", bandwidth=25),
-    _bad("one rank (overlap)", "OverlapWidget", V, "[2, 1024]", p=1),
-    _bad("fractional rank count", "OverlapWidget", T, "[2, 1024]", p=3.5),
-    _bad("overlap as a string", "OverlapWidget", T, "True or False", overlap="yes"),
-    # the roofline
-    _bad("accelerator not in the table", "RooflineWidget", V, "known: A100, H100", accelerator="V100"),
-    _bad("accelerator as a number", "RooflineWidget", T, "A100, H100", accelerator=100),
-    _bad("unknown operation", "RooflineWidget", V, "'matmul (n x n x n)'", kind="conv"),
-    _bad("size below the slider", "RooflineWidget", V, "[16, 32768]", n=3),
-    _bad("size above the slider", "RooflineWidget", V, "[16, 32768]", n=65536),
-    _bad("fractional size", "RooflineWidget", T, "[16, 32768]", n=1024.5),
-    # topologies: the size's range follows the kind
-    _bad("unknown topology", "TopologyWidget", V, "'ring', 'torus2'", kind="mesh"),
-    _bad("odd fat-tree radix", "TopologyWidget", V, "[2, 6] in steps of 2 for 'fat_tree'", kind="fat_tree", size=5),
-    _bad("ring of one host", "TopologyWidget", V, "[3, 24] for 'ring'", kind="ring", size=1),
-    _bad("negative torus side", "TopologyWidget", V, "[2, 8] for 'torus2'", size=-4),
-    _bad("size as a string", "TopologyWidget", T, "[2, 8] for 'torus2'", size="4"),
-    _bad("unknown ring order", "TopologyWidget", V, "'topology-aware', 'host order'", ring="random"),
-    # the three walls
-    _bad("no parameters", "WallsWidget", V, "[1e+08, 1.99526e+12]", params=0),
-    _bad("more tokens than the slider", "WallsWidget", V, "[1e+09, 1.99526e+13]", tokens=1e15),
-    _bad("unknown recipe", "WallsWidget", V, "'bf16_adam', 'mixed_precision_adam'", recipe="fp8"),
-    _bad("accelerator not in the table (walls)", "WallsWidget", V, "known: A100, H100", accelerator="V100"),
-    _bad("NaN MFU", "WallsWidget", V, "[0.05, 1]", mfu=NAN),
-    _bad("negative MFU", "WallsWidget", V, "[0.05, 1]", mfu=-0.1),
-    _bad("three chips", "WallsWidget", V, "1, 2, 4, 8", chips=3),
-    _bad("no chips", "WallsWidget", V, "1, 2, 4, 8", chips=0),
-    _bad("ZeRO stage 4", "WallsWidget", V, "[0, 3]", stage=4),
-    _bad("bool for the ZeRO stage", "WallsWidget", T, "[0, 3]", stage=True),
-]
+
+BAD_WIDGET_INPUTS = bad_widget_inputs(WIDGETS)
 
 
 def construct(call):
     """Build the widget a ``(class name, kwargs)`` call describes."""
     name, kwargs = call
     return WIDGETS[name](**kwargs)
-
-
-def call_text(call) -> str:
-    """The call as a reader would type it: ``RingWidget(p=1)``, ``ClusterWidget(mfu=float('nan'))``."""
-    name, kwargs = call
-
-    def text(v):
-        if isinstance(v, float) and not math.isfinite(v):
-            return f"float({str(v)!r})"
-        if isinstance(v, float) and float(f"{v:g}") == v and len(f"{v:g}") < len(repr(v)):
-            return f"{v:g}"  # 1e+13, not 10000000000000.0
-        return repr(v)
-
-    return f"{name}({', '.join(f'{k}={text(v)}' for k, v in kwargs.items())})"
 
 
 def _live_widgets() -> int:
@@ -205,8 +95,34 @@ def _live_widgets() -> int:
 _DISTLIB = Path(dl.__file__).resolve().parent
 
 
+def test_the_widgets_are_found_in_every_module_and_only_the_public_ones_defined_there():
+    assert {"RingWidget", "ClusterWidget", "ZeroWidget", "TensorParallelWidget", "PipelineWidget",
+            "PlannerWidget"} <= set(WIDGETS) and len(WIDGETS) >= 12  # two in ring.py, one a chapter since
+    assert all(issubclass(cls, FigureWidget) and cls is not FigureWidget for cls in WIDGETS.values())
+    for name, cls in WIDGETS.items():
+        assert cls.__module__.startswith("distlib.widgets.") and not name.startswith("_"), name
+
+
+@pytest.mark.parametrize("name", sorted(WIDGETS))
+def test_every_widget_declares_its_example_and_its_bad_inputs(name):
+    assert missing_declarations(WIDGETS[name]) == []
+
+
+def test_a_widget_without_them_is_caught():
+    class Undeclared(FigureWidget):
+        pass
+
+    class HalfDeclared(FigureWidget):
+        EXAMPLE = {"p": 4}
+        BAD_INPUTS = (("p of one", {"p": 1}, KeyError, "p must be"),)  # not an error a check raises
+
+    assert len(missing_declarations(Undeclared)) == 2
+    assert [m.split(":")[0] for m in missing_declarations(HalfDeclared)] == ["BAD_INPUTS"]
+    assert bad_widget_inputs({"Undeclared": Undeclared}) == []
+
+
 def test_the_table_covers_every_widget_and_both_errors():
-    assert len(BAD_WIDGET_INPUTS) >= 40
+    assert len(BAD_WIDGET_INPUTS) >= 92  # every case the hand-kept table had, and what widgets add since
     assert {case.call[0] for case in BAD_WIDGET_INPUTS} == set(WIDGETS)
     assert {case.error for case in BAD_WIDGET_INPUTS} == {ValueError, TypeError}
     assert len({case.label for case in BAD_WIDGET_INPUTS}) == len(BAD_WIDGET_INPUTS)  # labels are unique

@@ -34,7 +34,7 @@ def test_chunks_count_for_the_interleaved_schedule_only_and_it_says_so():
     r = wdg.result
     assert r.chunks == 4 and "(p-1)/(v m) = 3/32" in wdg.summary.value
     assert r.bubble_ratio == pytest.approx(3 / 32) and r.bubble_fraction == pytest.approx(3 / 35)
-    assert "v = 4" in wdg.title.get_text()
+    assert "v = 4" in wdg.picture.title.get_text()
     wdg.close()
 
 
@@ -125,7 +125,8 @@ def test_no_frame_cuts_off_a_text_or_writes_one_over_another():
             assert not texts_outside(wdg.fig.figure, drawn=True), where
             renderer = wdg.fig.canvas.get_renderer()
             ax = wdg.fig.ax
-            title, legend = wdg.title.get_window_extent(renderer), wdg.legend.get_window_extent(renderer)
+            title = wdg.picture.title.get_window_extent(renderer)
+            legend = wdg.picture.legend.get_window_extent(renderer)
             assert not title.overlaps(ax.get_tightbbox(renderer)), where
             assert not legend.overlaps(ax.get_tightbbox(renderer)), where
             assert title.x0 >= 0 and title.x1 <= wdg.fig.figure.bbox.width, where

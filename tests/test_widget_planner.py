@@ -48,10 +48,10 @@ def test_the_bars_are_the_planners_fastest_layouts_one_per_degree_tuple():
 def test_when_nothing_fits_the_picture_and_the_text_say_so():
     wdg = PlannerWidget(model="Megatron 1T", gpus=64, global_batch=512)
     assert not wdg.result.fits and wdg.result.steps == ()
-    assert "no layout fits" in wdg.summary.value and "Nothing fits on 64 GPUs" in wdg.note.get_text()
+    assert "no layout fits" in wdg.summary.value and "Nothing fits on 64 GPUs" in wdg.picture.note.get_text()
     assert wdg.result.state_floor == pytest.approx(16 * wdg.result.params / 64)
     wdg.gpus_dropdown.value = 1024
-    assert wdg.result.fits and wdg.note.get_text() == "" and "layouts fit" in wdg.summary.value
+    assert wdg.result.fits and wdg.picture.note.get_text() == "" and "layouts fit" in wdg.summary.value
     wdg.close()
 
 
@@ -99,8 +99,8 @@ def test_no_frame_cuts_a_text_or_writes_a_row_label_over_a_bar_or_another_label(
             where = f"{'phone' if wdg.fig.narrow else 'wide'} {values}"
             assert not texts_outside(wdg.fig.figure, drawn=True), where
             renderer = wdg.fig.figure.canvas.get_renderer()
-            labels = [t.get_window_extent(renderer) for t in wdg.labels if t.get_text()]
-            bars = [b.get_window_extent(renderer) for b in wdg.bars.values() if b.get_width() > 0]
+            labels = [t.get_window_extent(renderer) for t in wdg.picture.labels if t.get_text()]
+            bars = [b.get_window_extent(renderer) for b in wdg.picture.bars.values() if b.get_width() > 0]
             for i, box in enumerate(labels):
                 assert not any(box.overlaps(bar) for bar in bars), f"{where}: label {i + 1} runs into a bar"
                 assert not any(box.overlaps(other) for other in labels[i + 1:]), f"{where}: labels {i + 1} overlap"

@@ -184,7 +184,8 @@ def test_no_frame_cuts_off_a_text_or_writes_a_label_over_another_or_over_a_legen
             where = f"{'phone' if wdg.fig.narrow else 'wide'} T={t} sp={sp} {recompute} {placement}"
             assert not texts_outside(wdg.fig.figure, drawn=True), where
             renderer = wdg.fig.canvas.get_renderer()
-            boxes = [x.get_window_extent(renderer) for x in (wdg.compute_text, wdg.comm_text, wdg.mem_text)]
+            texts = (wdg.times.compute_text, wdg.times.comm_text, wdg.memory.text)
+            boxes = [x.get_window_extent(renderer) for x in texts]
             assert not boxes[0].overlaps(boxes[1]), where
             for box in boxes:
                 for legend in legends:

@@ -5,6 +5,9 @@ behind each control it keeps live (jslinked, so the browser swaps frames with
 no kernel), include the values its constructor was given (the prose's) among
 the grid points, draw each frame through the live ``update()``, and show every
 other control disabled with its reason. The browser side is tests/test_browser.py.
+
+Each widget is built as its class's ``EXAMPLE`` says (the chapter's values), and the widgets are found,
+not listed (:func:`distlib.widgets.widget_classes`).
 """
 
 from __future__ import annotations
@@ -13,18 +16,15 @@ import ipywidgets as w
 import pytest
 
 from distlib.fmt import fmt_bytes
-from distlib.widgets import _base
+from distlib.widgets import _base, widget_classes
 from distlib.widgets.collectives import CollectivesWidget
-from distlib.widgets.minicluster import TwoLevelWidget
 from distlib.widgets.overlap import OverlapWidget
-from distlib.widgets.pipeline import PipelineWidget
-from distlib.widgets.planner import PlannerWidget
 from distlib.widgets.ring import ClusterWidget, RingWidget
 from distlib.widgets.roofline import RooflineWidget
-from distlib.widgets.topology import TopologyWidget
-from distlib.widgets.tp import TensorParallelWidget
 from distlib.widgets.walls import WallsWidget
-from distlib.widgets.zero import ZeroWidget
+
+#: Every public widget class, by name (tests/test_widget_inputs.py checks each declares its EXAMPLE).
+WIDGETS = widget_classes()
 
 PNG = b"\x89PNG"
 
@@ -55,43 +55,32 @@ def static(tmp_path):
     _base.static_frames("env")
 
 
+def example(cls):
+    """The widget as its class's ``EXAMPLE`` builds it: the values its chapter shows it with."""
+    return cls(**cls.EXAMPLE)
+
+
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
-    """Each widget built once in static mode (drawing every frame costs seconds): name -> (widget, folder)."""
+    """Each widget built once in static mode (drawing every frame costs seconds): class -> (widget, folder)."""
     cache = {}
 
-    def get(name):
-        if name not in cache:
-            folder = tmp_path_factory.mktemp(name) / "frames"
+    def get(cls):
+        if cls not in cache:
+            folder = tmp_path_factory.mktemp(cls.__name__) / "frames"
             _base.static_frames(folder, url="widget-frames")
             try:
-                cache[name] = FACTORIES[name](), folder
+                cache[cls] = example(cls), folder
             finally:
                 _base.static_frames("env")
-        return cache[name]
+        return cache[cls]
 
     return get
 
 
-FACTORIES = {
-    "ring": lambda: RingWidget(p=4),
-    "cluster": lambda: ClusterWidget(p=8, params=7e9, link_bandwidth=50e9, flops_per_gpu=989e12),
-    "walls": lambda: WallsWidget(params=7e9, chips=8, stage=0),
-    "roofline": lambda: RooflineWidget(n=1024),
-    "topology": lambda: TopologyWidget(kind="torus2", size=4),
-    "collectives": lambda: CollectivesWidget(alpha=5e-6, bandwidth=50e9, p=64, n_bytes=2**20),
-    "overlap": lambda: OverlapWidget(layers=48, bucket_bytes=25 * 2**20, bandwidth=25e9, p=64),
-    "two_level": lambda: TwoLevelWidget(nodes=2, ranks_per_node=2, link_bandwidth=1e9 / 8),
-    "zero": lambda: ZeroWidget(params=70e9, gpus=8, stage=0),
-    "tensor_parallel": lambda: TensorParallelWidget(tp=8),
-    "pipeline": lambda: PipelineWidget(kind="1f1b", stages=4, microbatches=8),
-    "planner": lambda: PlannerWidget(model="GPT-3 175B", gpus=1024, global_batch=512),
-}
-
-
-@pytest.mark.parametrize("name", FACTORIES)
+@pytest.mark.parametrize("name", WIDGETS)
 def test_every_live_static_control_drives_a_stack_of_distinct_frames(built, name):
-    wdg, static = built(name)
+    wdg, static = built(WIDGETS[name])
     stacks = [c for c in _walk(wdg) if isinstance(c, w.Stack)]
     assert stacks, "no Stack of frames"
     links = wdg.static_links
@@ -127,7 +116,7 @@ def test_every_live_static_control_drives_a_stack_of_distinct_frames(built, name
 
 
 def test_the_prose_values_are_grid_points_and_selected_first(built):
-    cw, _ = built("collectives")
+    cw, _ = built(CollectivesWidget)
     sel = {c.description: c for c in _walk(cw) if isinstance(c, w.SelectionSlider)}
     assert sel["buffer per rank"].value == 2**20
     assert sel["ranks p"].value == 64
@@ -135,16 +124,16 @@ def test_the_prose_values_are_grid_points_and_selected_first(built):
     assert sel["buffer per rank"].label == fmt_bytes(2**20)
     assert [label for label, _ in sel["alpha: latency per message"].options][:2] == ["1 µs", "5 µs"]
     assert "450 GB/s" in [label for label, _ in sel["bandwidth per link, one way"].options]
-    ov, _ = built("overlap")
+    ov, _ = built(OverlapWidget)
     sel = {c.description: c for c in _walk(ov) if isinstance(c, w.SelectionSlider)}
     assert sel["bucket capacity"].value == 25 and sel["bucket capacity"].label == "25 MiB"
 
 
 def test_the_initial_frame_is_the_live_picture(built):
-    wdg, _ = built("walls")
+    wdg, _ = built(WallsWidget)
     _base.static_frames(None)
     try:
-        again = WallsWidget(params=7e9, chips=8, stage=0)
+        again = example(WallsWidget)
     finally:
         _base.static_frames("env")
     live = bytes(again.fig.image.value)
@@ -156,7 +145,7 @@ def test_the_initial_frame_is_the_live_picture(built):
 
 
 def test_ring_steps_have_their_own_slider_and_play_per_ring_size(built):
-    wdg, _ = built("ring")
+    wdg, _ = built(RingWidget)
     plays = [c for c in _walk(wdg) if isinstance(c, w.Play)]
     assert len(plays) == len(_base_p_static())
     for play in plays:
@@ -170,13 +159,13 @@ def _base_p_static():
     return P_STATIC
 
 
-@pytest.mark.parametrize("name", ["ring", "walls", "collectives"])
-def test_every_frame_says_in_words_what_it_shows(built, name):
+@pytest.mark.parametrize("cls", [RingWidget, WallsWidget, CollectivesWidget], ids=lambda c: c.__name__)
+def test_every_frame_says_in_words_what_it_shows(built, cls):
     """A static frame's alt text is its own read-out, so a screen reader hears what the picture shows."""
     import html as html_lib
     import re
 
-    wdg, _ = built(name)
+    wdg, _ = built(cls)
     pics = [c.value for c in _walk(wdg) if isinstance(c, w.HTML) and "<picture" in c.value]
     alts = [html_lib.unescape(re.search(r' alt="([^"]*)"', h).group(1)) for h in pics]
     assert alts and all(len(a) >= 20 for a in alts), alts[:3]

@@ -3,8 +3,9 @@
     .venv/bin/python tools/bad_inputs.py
 
 Prints a Markdown table ``| call | message |`` for a reviewer. The widget rows
-are the cases of ``tests/test_widget_inputs.py`` (``BAD_WIDGET_INPUTS``), each
-constructed here and its error caught. The command-line rows (``cli_rows``)
+are the cases each widget class declares (its ``BAD_INPUTS``; the classes found
+by :func:`distlib.widgets.widget_classes`, as ``tests/test_widget_inputs.py``
+finds them), each constructed here and its error caught. The command-line rows (``cli_rows``)
 are the bad command lines of ``tests/test_bench.py`` and
 ``tests/test_faults_cli.py``, each run in this process (every check comes
 before any process starts), with the exit status and what stderr says.
@@ -13,40 +14,49 @@ before any process starts), with the exit status and what stderr says.
 from __future__ import annotations
 
 import importlib.util
+import math
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def _widget_cases():
-    """The test module that holds ``BAD_WIDGET_INPUTS`` (tests/ is not a package: loaded by path)."""
-    if str(ROOT) not in sys.path:
-        sys.path.insert(0, str(ROOT))  # the library of this checkout
-    path = ROOT / "tests" / "test_widget_inputs.py"
-    spec = importlib.util.spec_from_file_location("test_widget_inputs", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+def call_text(call) -> str:
+    """A ``(class name, keywords)`` call as a reader would type it: ``RingWidget(p=1)``,
+    ``ClusterWidget(mfu=float('nan'))``, ``ClusterWidget(flops_per_gpu=1e+13)``."""
+    name, kwargs = call
+
+    def text(v):
+        if isinstance(v, float) and not math.isfinite(v):
+            return f"float({str(v)!r})"
+        if isinstance(v, float) and float(f"{v:g}") == v and len(f"{v:g}") < len(repr(v)):
+            return f"{v:g}"  # 1e+13, not 10000000000000.0
+        return repr(v)
+
+    return f"{name}({', '.join(f'{k}={text(v)}' for k, v in kwargs.items())})"
 
 
 def widget_rows() -> list[tuple[str, str]]:
-    """``[(call as text, message)]`` for every bad widget call; ``message`` is ``Error: text``.
+    """``[(call as text, message)]`` for every bad call every widget declares; ``message`` is ``Error: text``.
 
     A call that raises nothing gets the message ``(no error)``, so that a
     missing check shows in the table rather than vanishing from it.
     """
-    cases = _widget_cases()
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))  # the library of this checkout
+    from distlib.widgets import widget_classes
+
     rows = []
-    for case in cases.BAD_WIDGET_INPUTS:
-        try:
-            built = cases.construct(case.call)
-        except Exception as exc:  # what the reader would see
-            message = f"{type(exc).__name__}: {exc}"
-        else:
-            built.close()
-            message = "(no error)"
-        rows.append((cases.call_text(case.call), message))
+    for name, cls in widget_classes().items():
+        for _label, kwargs, _error, _states in cls.BAD_INPUTS:
+            try:
+                built = cls(**kwargs)
+            except Exception as exc:  # what the reader would see
+                message = f"{type(exc).__name__}: {exc}"
+            else:
+                built.close()
+                message = "(no error)"
+            rows.append((call_text((name, kwargs)), message))
     return rows
 
 

@@ -85,10 +85,17 @@ def _guard(child: int, folder: str) -> None:
     from .progress import _rank_from_env
 
     rank = _rank_from_env()  # now, not after the rank died: then every millisecond counts
+
+    def forward(sig, _frame):
+        try:
+            os.kill(child, sig)
+        except ProcessLookupError:  # the rank is gone already (killed by the same clean-up): nothing to pass on
+            pass
+
     for name in _FORWARDED:
         sig = getattr(signal, name, None)
         if sig is not None:
-            signal.signal(sig, lambda s, f: os.kill(child, s))
+            signal.signal(sig, forward)
     while True:
         try:
             _, status = os.waitpid(child, 0)

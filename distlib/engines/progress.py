@@ -348,9 +348,12 @@ class Watchdog:
     behind : float
         Seconds a rank's peers may wait in a communication call while it is in
         none, before it is named as behind (:data:`DEFAULT_BEHIND`).
+    ranks : int, optional
+        How many ranks the run has: while fewer have beaten, the run's processes are looked at for one stopped
+        before its first heartbeat (without it, never).
     """
 
-    def __init__(self, folder, *, stall: float = DEFAULT_STALL, behind: float | None = None):
+    def __init__(self, folder, *, stall: float = DEFAULT_STALL, behind: float | None = None, ranks: int | None = None):
         from .._check import check_real
 
         self.folder = Path(folder)
@@ -360,6 +363,7 @@ class Watchdog:
         self._gone_since: dict = {}  # rank -> when its process was first seen gone while others ran
         self._stopped_since: dict = {}  # pid -> when a rank's process without a heartbeat was first seen stopped
         self._scanned = -math.inf  # when the processes were last scanned for those
+        self.ranks = ranks
         self.notes: Path | None = None
         """A folder of ``ended.<rank>`` notes (MPI runs): among ranks gone, the first to leave a note is named."""
 
@@ -404,9 +408,10 @@ class Watchdog:
                 return Stall("stopped", f"rank {b.rank} on node {b.node} stopped making progress: its process is "
                              f"stopped (e.g. by SIGSTOP) and has sent no heartbeat for {b.age:.1f} s; it was "
                              f"{b.where()}", b.rank, b.node, b.doing)  # fmt: skip
-        early = self._stopped_before_beating({b.rank for b in everyone})
-        if early is not None:
-            return early
+        if self.ranks is not None and len(everyone) < self.ranks:
+            early = self._stopped_before_beating({b.rank for b in everyone})
+            if early is not None:
+                return early
         waiting = [b for b in beats if b.comm is not None and b.waited + b.age > self.behind]
         if not waiting:
             return None

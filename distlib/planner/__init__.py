@@ -3,6 +3,8 @@ planner that ranks the layouts of a model on a cluster.
 
 * :mod:`~distlib.planner.model` -- a dense transformer's shape, parameters and FLOPs;
 * :mod:`~distlib.planner.published` -- the published runs the planner is checked against;
+* :mod:`~distlib.planner.tensor_parallel` -- tensor parallelism's collectives, bytes and time per layer
+  (chapter 11's widget and the step's ``tp_comm`` term ask it);
 * :mod:`~distlib.planner.step` -- one step's named seconds and memory, and :func:`plan_layouts`.
 """
 

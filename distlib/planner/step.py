@@ -35,8 +35,10 @@ Time of one step (the names of :attr:`LayoutStep.breakdown`, in seconds;
   not need it (Korthikanti et al. 2022, section 6.2;
   ``LinearWithGradAccumulationAndAsyncCommunication`` in
   ``megatron/core/tensor_parallel/layers.py``), so up to half of the term hides;
-* ``cp_comm``: context parallelism's all-gather of keys and values per layer
-  forward and its reduce-scatter backward (Llama 3's all-gather method);
+* ``cp_comm``: context parallelism's collectives per layer as
+  :func:`distlib.context_parallel.cp_collectives` lists them for Llama 3's
+  all-gather method (keys and values gathered forward and again backward,
+  their gradients reduce-scattered);
 * ``pp_comm``: one activation and one gradient per microbatch per chunk
   between neighbouring stages (split ``tp`` ways, Megatron's scatter/gather);
 * ``bubble``: ``(p - 1) / v`` microbatch-times (1F1B and interleaved);
@@ -76,6 +78,7 @@ from functools import lru_cache
 from .._check import check_bool, check_choice, check_int
 from ..layout import Layout
 from ..activations import RECOMPUTE_MODES, activation_bytes_per_layer
+from ..context_parallel import cp_activation_bytes_per_layer, cp_collectives
 from ..gpu_cluster import GpuCluster, calibration, gpu_cluster, predict_time
 from ..pipeline_schedule import peak_held
 from .published import published_layouts, residual_cause
@@ -99,6 +102,7 @@ BREAKDOWN_TERMS = ("compute", "memory_bound", "tp_comm", "cp_comm", "pp_comm", "
 #: stage) keeps CP for long contexts. Pass ``cp=`` to try any degree.
 MIN_CP_TOKENS = 8192
 _BF16 = 2  # bytes per activation, weight or gradient value
+_CP_KIND = "allgather"  # how the planner's CP ranks get the keys and values: Llama 3's all-gather
 
 
 @dataclass(frozen=True)
@@ -278,8 +282,9 @@ def _comm_terms(model: Transformer, cluster: GpuCluster, lay: _Plan) -> tuple:
     tp_group = _group(cluster, (lay.layout.tp, 1))
     tp = layers * tp_collectives_per_layer(lay.recompute) * _time("allreduce", tp_message_bytes(s, b, h), tp_group)
     cp_group = _group(cluster, (lay.layout.cp, lay.layout.tp))
-    kv = 2 * _BF16 * b * model.seq * max(model.kv_dim // lay.layout.tp, model.hidden // model.heads)  # K and V, whole sequence
-    cp = layers * (_time("allgather", kv, cp_group) + _time("reduce_scatter", kv, cp_group))
+    shape = dict(seq=model.seq, heads=model.heads, head_dim=model.hidden // model.heads, kv_heads=model.kv_heads,
+                 cp=lay.layout.cp, tp=lay.layout.tp, batch=b, bytes_per_value=_BF16)
+    cp = layers * sum((_time(name, n, cp_group) for name, n in cp_collectives(lay.layout.cp_kind, **shape)), 0.0)
     pp = 0.0
     if lay.layout.pp > 1:
         cal, across = calibration(), lay.layout.tp * lay.layout.cp >= cluster.gpus_per_node and cluster.nodes > 1
@@ -387,7 +392,7 @@ def _memory(model: Transformer, cluster: GpuCluster, lay: _Plan, microbatches: i
     mode = "selective" if lay.attention == "flash" and lay.recompute == "none" else lay.recompute
     args = (round(model.seq / lay.layout.cp), lay.micro_batch, model.hidden, model.heads)
     kw = {"tp": lay.layout.tp, "sequence_parallel": lay.layout.sequence_parallel, **_layer_shape(model)}
-    per_layer = activation_bytes_per_layer(*args, recompute=mode, **kw)
+    per_layer = cp_activation_bytes_per_layer(model.seq, *args[1:], cp=lay.layout.cp, recompute=mode, **kw)
     held = _held_layers(lay.layout.schedule, lay.layout.pp, microbatches, lay.layout.chunks,
                         tuple(_first_stage_weights(model, lay)))
     parts = dict(state.parts())
@@ -436,7 +441,8 @@ def _layout(model: Transformer, cluster: GpuCluster, global_batch: int, *, dp, t
         micro_batch = check_int("micro_batch", micro_batch, minimum=1)
         if (global_batch // dp) % micro_batch:
             raise ValueError(f"micro_batch must divide global_batch/dp = {global_batch // dp}, got {micro_batch}")
-    layout = Layout(dp=dp, tp=tp, pp=pp, cp=cp, zero=zero_stage(zero).stage, schedule=schedule, chunks=chunks,
+    layout = Layout(dp=dp, tp=tp, pp=pp, cp=cp, cp_kind=_CP_KIND, zero=zero_stage(zero).stage, schedule=schedule,
+                    chunks=chunks,
                     sequence_parallel=check_bool("sequence_parallel", sequence_parallel) and tp > 1, microbatches=None)
     return _Plan(layout=layout, recompute=check_choice("recompute", recompute, RECOMPUTE_MODES), micro_batch=micro_batch,
                  attention=check_choice("attention", attention, ATTENTION_KERNELS),

@@ -6,6 +6,11 @@ on a time axis in units of one stage's forward pass for one microbatch.
 Forwards are blue and backwards orange; an interleaved schedule's odd
 chunks are a lighter shade of the same colour. A box wide enough for its
 label carries its microbatch's number.
+
+:class:`SchedulePicture` is chapter 12's widget's frame around it: the
+margins, a title of the schedule and its two bubbles over it, the legend
+under it and the axis labels, drawn once; its ``update`` draws the next
+schedule in that frame.
 """
 
 from __future__ import annotations
@@ -17,7 +22,8 @@ from ..static.legend import legend_below, legend_below_again, recorded_below
 from ..static.phone import phone_layout
 
 __all__ = ["plot_pipeline_schedule", "FORWARD_COLORS", "BACKWARD_COLORS", "IDLE_COLOR", "schedule_legend_handles",
-           "schedule_legend", "phone_figure"]
+           "schedule_legend", "phone_figure", "KIND_LABELS", "schedule_title", "SchedulePicture",
+           "plot_schedule_picture"]
 
 #: Forward boxes: even chunks dark, odd chunks lighter (an interleaved stage's chunks alternate).
 FORWARD_COLORS = ("#2f5f9e", "#6a98d8")
@@ -25,6 +31,8 @@ FORWARD_COLORS = ("#2f5f9e", "#6a98d8")
 BACKWARD_COLORS = ("#b5541c", "#e08a4f")
 #: A stage's row where it computes nothing.
 IDLE_COLOR = "#e6e6e6"
+#: The schedules' names as the book writes them.
+KIND_LABELS = {"gpipe": "GPipe", "1f1b": "1F1B", "interleaved": "interleaved 1F1B"}
 _HEIGHT = 0.72
 #: Points of width a box needs per character of its label (11 pt digits are about 6.2 pt wide), plus padding.
 _PT_PER_CHAR, _PT_PAD = 6.6, 3.0
@@ -134,3 +142,68 @@ def phone_figure(fig, *, height: float | None = None):
     """Say how a figure of schedules is drawn for a phone (:func:`distlib.static.phone.phone_layout`):
     ``height`` CSS px tall, the boxes' numbers left out. Returns ``fig``."""
     return phone_layout(fig, height=height, adjust=_phone)
+
+
+def _pct(x: float) -> str:
+    """A share as the title writes it: whole per cent from 10 % up, one decimal under.
+
+    >>> _pct(0.2727), _pct(0.0625)
+    ('27%', '6.2%')
+    """
+    return f"{x:.0%}" if x >= 0.095 else f"{x:.1%}"
+
+
+def schedule_title(schedule, *, narrow: bool = False) -> str:
+    """Two lines: the schedule, ``v``, ``p`` and ``m``; then its bubble as a share of the step and of the ideal."""
+    r = schedule
+    name = KIND_LABELS[r.kind] + (f", v = {r.chunks}" if r.kind == "interleaved" else ", v = 1")
+    first = f"{name}, p = {r.stages}, m = {r.microbatches}"
+    the = "" if narrow else "the "
+    second = f"bubble {_pct(r.bubble_fraction)} of {the}step, {_pct(r.bubble_ratio)} of {the}ideal"
+    return f"{first}\n{second}"
+
+
+class SchedulePicture:
+    """A schedule in a fixed frame: margins, its title over the axes, the legend under them, the axis labels.
+
+    The frame is drawn once for the figure of ``ax``; :meth:`update` takes the previous schedule's boxes and
+    numbers off and draws the next (:func:`plot_pipeline_schedule`), each stage labelled with its peak
+    microbatches in flight, under its :func:`schedule_title`.
+
+    Parameters
+    ----------
+    ax : matplotlib.axes.Axes
+        The figure's one axes.
+    narrow : bool
+        Drawn for a phone: other margins, two legend columns, shorter words.
+    """
+
+    def __init__(self, ax, *, narrow: bool = False):
+        figure = ax.figure
+        self.ax, self.narrow = ax, narrow
+        left = 0.24 if narrow else 0.17
+        figure.subplots_adjust(left=left, right=0.97, top=0.83 if narrow else 0.84, bottom=0.34 if narrow else 0.30)
+        self.title = figure.text(0.5, 0.985, "", ha="center", va="top", fontsize=11)
+        handles = schedule_legend_handles(chunks=2)
+        self.legend = figure.legend(handles=handles, loc="lower center", ncol=2 if narrow else 3, fontsize=11,
+                                    frameon=False, handlelength=1.2, columnspacing=0.8, handletextpad=0.4,
+                                    borderaxespad=0.2)
+        ax.set_xlabel("time, in forward passes of one microbatch" if not narrow else "time, in forwards")
+        ax.set_ylabel("stage (peak held)")
+        self.drawn: dict = {}
+
+    def update(self, schedule) -> "SchedulePicture":
+        """Draw ``schedule`` in place of the one before; ``.drawn`` is what :func:`plot_pipeline_schedule` returned."""
+        ax = self.ax
+        for artist in [*ax.collections, *ax.texts]:
+            artist.remove()
+        self.drawn = plot_pipeline_schedule(ax, schedule, stage_labels=[f"{s} ({k:g})" for s, k in
+                                                                        enumerate(schedule.peak_in_flight)])
+        ax.tick_params(axis="y", labelsize=11)
+        self.title.set_text(schedule_title(schedule, narrow=self.narrow))
+        return self
+
+
+def plot_schedule_picture(ax, schedule, *, narrow: bool = False) -> SchedulePicture:
+    """Draw ``schedule`` in its frame on ``ax`` (see :class:`SchedulePicture`)."""
+    return SchedulePicture(ax, narrow=narrow).update(schedule)

@@ -36,6 +36,10 @@ engines; each parallelism is one module of it. Parts, one concept each:
   itself; with one stage and one microbatch, the plain step;
 * :mod:`~distlib.train.microbatches` -- a batch as microbatches, and one
   process accumulating them (what a pipeline reproduces);
+* :mod:`~distlib.train.context_parallel` -- each rank's zig-zag positions and
+  the attention over the context-parallel group (ring, all-gather, Ulysses);
+  :mod:`~distlib.train.ring_overlap` measures the ring's overlap across the
+  mini cluster;
 * :mod:`~distlib.train.rank` -- the one rank program, MPI's and gloo's;
 * :mod:`~distlib.train.results` -- the ranks' typed reports and the run's result;
 * :mod:`~distlib.train.launch` -- the flags' bounds and :func:`train`, which starts the ranks;

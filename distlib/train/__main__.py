@@ -77,12 +77,14 @@ def _parser() -> argparse.ArgumentParser:
 def _table(result) -> str:
     lay = result.layout
     pp = f" x pp {lay.pp}" if lay.is_pipeline else ""
-    lines = [f"dp {lay.dp}{pp} x tp {lay.tp}, zero {lay.zero}, seed {result.seed}: {len(result.state_bytes)} ranks"]
+    cp = f" x cp {lay.cp} ({lay.cp_kind})" if lay.cp > 1 else ""
+    lines = [f"dp {lay.dp}{pp}{cp} x tp {lay.tp}, zero {lay.zero}, seed {result.seed}: {len(result.state_bytes)} ranks"]
     lines += [f"step {i + 1}: loss {loss:.6f}, {sec * 1e3:.1f} ms (slowest rank)"
               for i, (loss, sec) in enumerate(zip(result.losses, result.step_seconds))]  # fmt: skip
     lines.append(f"param_checksum {result.param_checksum:.12g}")
     lines.append(f"state_bytes per rank {result.state_bytes}")
     lines.append(f"comm_bytes per rank {result.comm_bytes}")
+    lines.append(f"activation_bytes per rank {result.activation_bytes}")
     lines += _stage_lines(result)
     lines += _link_lines(result)
     return "\n".join(lines)

@@ -47,6 +47,14 @@ sequence is all-gathered again before the head (final norm and output
 projection, replicated here: not vocabulary-parallel as in Megatron), whose
 backward then just keeps this rank's positions, without communication.
 
+Context parallelism (``cp``, chapter "Context parallelism") cuts the
+sequence instead: the model is handed a
+:class:`distlib.train.context_parallel.ContextParallel`, every unit sees
+only that rank's positions of each sequence (``cp.positions``, which the
+embeddings also look their positions up with), and each attention asks
+``cp`` for its output and, backward, for the gradients of its queries, keys
+and values; the rest of a block works position by position, unchanged.
+
 The chapter on parallel training (Part IV) teaches with it; the layouts
 that run it over ranks are in :mod:`distlib.train.data_parallel`.
 """
@@ -272,10 +280,16 @@ def _merge(x):
     return np.ascontiguousarray(x.transpose(0, 2, 1, 3)).reshape(b, s, n * d)
 
 
-def _attention(h, p, head_dim):
-    """Causal attention of this rank's heads; returns the context (before ``wo``) and the cache."""
+def _attention(h, p, head_dim, cp=None):
+    """Causal attention of this rank's heads; returns the context (before ``wo``) and the cache.
+
+    With ``cp`` (context parallelism) ``h`` holds this rank's positions only, and ``cp`` brings the other
+    ranks' keys and values (its cache is its own)."""
     n_heads = p["wq"].shape[1] // head_dim
     q, k, v = (_heads(h @ p[w], n_heads) for w in ("wq", "wk", "wv"))
+    if cp is not None:
+        ctx, cache = cp.attention(q, k, v)
+        return _merge(ctx), cache
     scores = (q @ k.transpose(0, 1, 3, 2)) / math.sqrt(head_dim)
     s = scores.shape[-1]
     scores = np.where(np.tril(np.ones((s, s), dtype=bool)), scores, -np.inf)
@@ -284,14 +298,17 @@ def _attention(h, p, head_dim):
     return _merge(probs @ v), (q, k, v, probs)
 
 
-def _attention_back(dctx, h, p, cache, head_dim):
+def _attention_back(dctx, h, p, cache, head_dim, cp=None):
     """``(dh partial, {wq, wk, wv grads})``: ``dh`` still to be summed over the tensor-parallel ranks."""
-    q, k, v, probs = cache
-    dctx = _heads(dctx, q.shape[1])
-    dprobs = dctx @ v.transpose(0, 1, 3, 2)
-    dv = probs.transpose(0, 1, 3, 2) @ dctx
-    dscores = probs * (dprobs - (dprobs * probs).sum(axis=-1, keepdims=True)) / math.sqrt(head_dim)
-    dq, dk = dscores @ k, dscores.transpose(0, 1, 3, 2) @ q
+    if cp is not None:
+        dq, dk, dv = cp.attention_backward(_heads(dctx, p["wq"].shape[1] // head_dim), cache)
+    else:
+        q, k, v, probs = cache
+        dctx = _heads(dctx, q.shape[1])
+        dprobs = dctx @ v.transpose(0, 1, 3, 2)
+        dv = probs.transpose(0, 1, 3, 2) @ dctx
+        dscores = probs * (dprobs - (dprobs * probs).sum(axis=-1, keepdims=True)) / math.sqrt(head_dim)
+        dq, dk = dscores @ k, dscores.transpose(0, 1, 3, 2) @ q
     h2 = h.reshape(-1, h.shape[-1])
     grads, dh = {}, 0.0
     for name, d in (("wq", dq), ("wk", dk), ("wv", dv)):
@@ -318,11 +335,11 @@ def _sum_tp(reduce, x):
 # ----------------------------------------------------------------------------
 
 
-def _block_forward_sp(p, x, config, sp):
+def _block_forward_sp(p, x, config, sp, cp=None):
     """A block under sequence parallelism: ``x`` and ``y`` are this rank's positions."""
     hs, ln1 = _ln(x, p["ln1_g"], p["ln1_b"])
     h = sp.gather(hs)  # all-gather: the attention's column-parallel q, k, v see the whole sequence
-    ctx, att = _attention(h, p, config.head_dim)
+    ctx, att = _attention(h, p, config.head_dim, cp)
     x1 = x + sp.reduce_scatter(ctx @ p["wo"])  # row-parallel partial sums: reduce-scatter, not all-reduce
     h2s, ln2 = _ln(x1, p["ln2_g"], p["ln2_b"])
     h2 = sp.gather(h2s)  # all-gather before the MLP's column-parallel w1
@@ -332,7 +349,7 @@ def _block_forward_sp(p, x, config, sp):
     return y, (h, ln1, ctx, att, h2, ln2, z, a, t)
 
 
-def _block_backward_sp(p, dy, cache, config, sp, g):
+def _block_backward_sp(p, dy, cache, config, sp, g, cp=None):
     """The backward of :func:`_block_forward_sp`: each all-gather's backward a reduce-scatter, and back."""
     h, ln1, ctx, att, h2, ln2, z, a, t = cache
     flat = lambda x: x.reshape(-1, x.shape[-1])  # noqa: E731
@@ -350,7 +367,7 @@ def _block_backward_sp(p, dy, cache, config, sp, g):
     dx1 += dy
     dx1w = sp.gather(dx1)  # the reduce-scatter after wo, backward
     g["wo"][...] = flat(ctx).T @ flat(dx1w)
-    dh, att_grads = _attention_back(dx1w @ p["wo"].T, h, p, att, config.head_dim)
+    dh, att_grads = _attention_back(dx1w @ p["wo"].T, h, p, att, config.head_dim, cp)
     for name, value in att_grads.items():
         g[name][...] = value
     dx, g["ln1_g"][...], g["ln1_b"][...] = _ln_back(sp.reduce_scatter(dh), ln1, p["ln1_g"])
@@ -367,9 +384,9 @@ def _block_backward_sp(p, dy, cache, config, sp, g):
     return dx + dx1
 
 
-def _block_forward(p, x, config, reduce):
+def _block_forward(p, x, config, reduce, cp=None):
     h, ln1 = _ln(x, p["ln1_g"], p["ln1_b"])
-    ctx, att = _attention(h, p, config.head_dim)
+    ctx, att = _attention(h, p, config.head_dim, cp)
     x1 = x + _sum_tp(reduce, ctx @ p["wo"])  # row-parallel: partial sums over ranks
     h2, ln2 = _ln(x1, p["ln2_g"], p["ln2_b"])
     z = h2 @ p["w1"] + p["b1"]
@@ -378,7 +395,7 @@ def _block_forward(p, x, config, reduce):
     return y, (h, ln1, ctx, att, h2, ln2, z, a, t)
 
 
-def _block_backward(p, dy, cache, config, reduce, g):
+def _block_backward(p, dy, cache, config, reduce, g, cp=None):
     h, ln1, ctx, att, h2, ln2, z, a, t = cache
     flat = lambda x: x.reshape(-1, x.shape[-1])  # noqa: E731
     g["b2"][...] = flat(dy).sum(axis=0)
@@ -390,7 +407,7 @@ def _block_backward(p, dy, cache, config, reduce, g):
     dx1, g["ln2_g"][...], g["ln2_b"][...] = _ln_back(dh2, ln2, p["ln2_g"])
     dx1 += dy
     g["wo"][...] = flat(ctx).T @ flat(dx1)
-    dh, att_grads = _attention_back(dx1 @ p["wo"].T, h, p, att, config.head_dim)
+    dh, att_grads = _attention_back(dx1 @ p["wo"].T, h, p, att, config.head_dim, cp)
     for name, value in att_grads.items():
         g[name][...] = value
     dx, g["ln1_g"][...], g["ln1_b"][...] = _ln_back(_sum_tp(reduce, dh), ln1, p["ln1_g"])
@@ -418,7 +435,7 @@ def _head_backward(p, cache, g):
     return dx
 
 
-def forward_unit(spec: UnitSpec, flat, x, *, config: Config, targets=None, reduce=None, sp=None):
+def forward_unit(spec: UnitSpec, flat, x, *, config: Config, targets=None, reduce=None, sp=None, cp=None):
     """One unit's forward pass: ``(output, cache)``.
 
     Parameters
@@ -441,6 +458,11 @@ def forward_unit(spec: UnitSpec, flat, x, *, config: Config, targets=None, reduc
         is not used): the embeddings return, and a block takes and returns,
         this rank's positions only; the head takes them and gathers the
         whole sequence.
+    cp : distlib.train.context_parallel.ContextParallel, optional
+        Context parallelism: ``x`` holds this rank's positions of every
+        sequence only (``cp.positions``, the embeddings' positions too), and
+        every attention asks ``cp`` for the other ranks' keys and values.
+        Everything else works position by position, unchanged.
 
     Returns
     -------
@@ -457,18 +479,21 @@ def forward_unit(spec: UnitSpec, flat, x, *, config: Config, targets=None, reduc
     """
     p = spec.views(flat)
     if spec.name == "embed":
+        where = np.arange(x.shape[1]) if cp is None else cp.positions  # each column's position in the sequence
         if sp is not None:  # only this rank's positions (Megatron's scatter to the sequence-parallel region)
             mine = sp.positions(x.shape[1])
-            return p["tok"][x[:, mine]] + p["pos"][mine], x
+            return p["tok"][x[:, mine]] + p["pos"][where[mine]], x
+        if cp is not None:
+            return p["tok"][x] + p["pos"][where], x
         return p["tok"][x] + p["pos"][: x.shape[1]], x
     if spec.name == "head":
         return _head_forward(p, x if sp is None else sp.gather(x), targets)  # the whole sequence again
     if sp is not None:
-        return _block_forward_sp(p, x, config, sp)
-    return _block_forward(p, x, config, reduce)
+        return _block_forward_sp(p, x, config, sp, cp)
+    return _block_forward(p, x, config, reduce, cp)
 
 
-def backward_unit(spec: UnitSpec, flat, dy, cache, grad, *, config: Config, reduce=None, sp=None):
+def backward_unit(spec: UnitSpec, flat, dy, cache, grad, *, config: Config, reduce=None, sp=None, cp=None):
     """One unit's backward pass: writes its gradient into ``grad``, returns the gradient of its input.
 
     Parameters
@@ -483,7 +508,7 @@ def backward_unit(spec: UnitSpec, flat, dy, cache, grad, *, config: Config, redu
     grad : ndarray
         Where the unit's gradient goes (flat, like ``flat``; overwritten).
     config : Config
-    reduce, sp : optional
+    reduce, sp, cp : optional
         As for :func:`forward_unit`.
 
     Returns
@@ -508,14 +533,17 @@ def backward_unit(spec: UnitSpec, flat, dy, cache, grad, *, config: Config, redu
         g["tok"][...] = 0.0
         np.add.at(g["tok"], cache, dy)
         g["pos"][...] = 0.0
-        g["pos"][: dy.shape[1]] = dy.sum(axis=0)
+        if cp is not None:
+            g["pos"][cp.positions] = dy.sum(axis=0)
+        else:
+            g["pos"][: dy.shape[1]] = dy.sum(axis=0)
         return None
     if spec.name == "head":
         dx = _head_backward(p, cache, g)
         return dx if sp is None else sp.split(dx)  # the gather's backward: every rank has it whole, keeps its own
     if sp is not None:
-        return _block_backward_sp(p, dy, cache, config, sp, g)
-    return _block_backward(p, dy, cache, config, reduce, g)
+        return _block_backward_sp(p, dy, cache, config, sp, g, cp)
+    return _block_backward(p, dy, cache, config, reduce, g, cp)
 
 
 def loss_and_grads(config: Config, units, tokens, targets):

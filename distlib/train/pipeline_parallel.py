@@ -40,7 +40,7 @@ from .._check import check_choice, check_int
 from ..pipeline_schedule import PIPELINE_SCHEDULES, pipeline_schedule
 from .model import backward_unit, forward_unit
 
-__all__ = ["chunk_units", "stage_units", "stage_ops", "message_tag", "Clock", "Stage"]
+__all__ = ["chunk_units", "stage_units", "stage_ops", "message_tag", "Clock", "activation_bytes", "Stage"]
 
 
 def chunk_units(layers: int, pp: int, chunks: int = 1) -> list:
@@ -102,6 +102,27 @@ def message_tag(kind: str, microbatch: int, virtual: int, microbatches: int) -> 
     return 1 + 2 * (virtual * microbatches + microbatch) + (kind == "B")
 
 
+def activation_bytes(cache) -> int:
+    """Bytes of the arrays in a unit's cache (what its forward keeps for its backward), each counted once.
+
+    Arrays that share memory (views of one buffer, found by their address and size) count once.
+
+    >>> x = np.zeros(4)
+    >>> activation_bytes([x, (x, np.ones(2)), {"y": x[:2]}])
+    64
+    """
+    seen, stack = set(), [cache]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, np.ndarray):
+            seen.add((item.__array_interface__["data"][0], item.nbytes))
+        elif isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, (list, tuple)):
+            stack.extend(item)
+    return sum(n for _, n in seen)
+
+
 class Clock:
     """Seconds of one step: computing (forward, backward) and waiting for a neighbour."""
 
@@ -134,13 +155,24 @@ class Stage:
     sp : SequenceParallel, optional
         Sequence parallelism over the stage's tensor-parallel group (instead of ``reduce``): the activations
         the stages exchange are this rank's positions.
+    cp : ContextParallel, optional
+        Context parallelism (:mod:`distlib.train.context_parallel`): the microbatches hold this rank's
+        positions of every sequence only.
+
+    Attributes
+    ----------
+    activation_peak : int
+        The most bytes of activations the stage has held for its backward passes at once (the caches of the
+        microbatches in flight, :func:`activation_bytes`), since the start.
     """
 
     def __init__(self, *, config, stage, pp, chunks, microbatches, layout, chunk_units, pp_comm, reduce, ledger,
-                 sp=None):  # fmt: skip
+                 sp=None, cp=None):  # fmt: skip
         self.config, self.stage, self.pp, self.chunks, self.m = config, stage, pp, chunks, microbatches
-        self.layout, self.comm, self.reduce, self.sp = layout, pp_comm, reduce, sp
-        self.positions = config.seq if sp is None else config.seq // sp.size  # of each sequence, sent between stages
+        self.layout, self.comm, self.reduce, self.sp, self.cp = layout, pp_comm, reduce, sp, cp
+        seq = config.seq if cp is None else config.seq // cp.size  # this rank's positions of each sequence
+        self.positions = seq if sp is None else seq // sp.size  # of each sequence, sent between stages
+        self.activations = self.activation_peak = 0
         self.last_unit = config.layers + 1
         self.local, start = [], 0  # per chunk: (local index, model unit index) of its units
         for units in chunk_units:
@@ -175,9 +207,11 @@ class Stage:
         for k, unit in self.local[chunk]:
             head = unit == self.last_unit
             x, cache = forward_unit(self.layout.specs[k], self.layout.params(k), x, config=c,
-                                    targets=targets if head else None, reduce=self.reduce, sp=self.sp)  # fmt: skip
+                                    targets=targets if head else None, reduce=self.reduce, sp=self.sp,
+                                    cp=self.cp)  # fmt: skip
             self.layout.release(k)
             caches[mb, chunk].append(cache)
+        self._hold(activation_bytes(caches[mb, chunk]))
         clock.forward += time.perf_counter() - start
         if self.local[chunk][-1][1] == self.last_unit:
             losses[mb] = x
@@ -190,16 +224,23 @@ class Stage:
         last = self.local[chunk][-1][1] == self.last_unit
         dy = None if last else self._receive("B", mb, chunk, (rows, self.positions, c.hidden), clock)
         start = time.perf_counter()
-        for (k, _), cache in zip(reversed(self.local[chunk]), reversed(caches.pop((mb, chunk)))):
+        held = caches.pop((mb, chunk))
+        kept = activation_bytes(held)
+        for (k, _), cache in zip(reversed(self.local[chunk]), reversed(held)):
             grad = self.scratch[: self.layout.sizes[k]] if self.accumulates else self.layout.grad_buffer(k)
             dy = backward_unit(self.layout.specs[k], self.layout.params(k), dy, cache, grad, config=c,
-                               reduce=self.reduce, sp=self.sp)  # fmt: skip
+                               reduce=self.reduce, sp=self.sp, cp=self.cp)  # fmt: skip
             if self.accumulates:
                 self.layout.grad_buffer(k)[...] += grad
             self.layout.grad_done(k)
         clock.backward += time.perf_counter() - start
+        self._hold(-kept)
         if self._virtual(chunk) > 0:
             self._send("B", mb, chunk, dy, pending)
+
+    def _hold(self, n_bytes: int) -> None:
+        self.activations += n_bytes
+        self.activation_peak = max(self.activation_peak, self.activations)
 
     def step(self, ops, pieces) -> tuple:
         """Run ``ops`` over the microbatches ``pieces`` (``(tokens, targets)`` each) up to the flush.

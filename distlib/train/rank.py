@@ -19,7 +19,10 @@ builds the parts that each parallelism owns, and runs the same step:
   reduce-scatters;
 * :mod:`~distlib.train.pipeline_parallel` -- the stage: this rank's chunks
   of the model and the order of its ops; with one stage and one microbatch
-  it is the plain step, one forward and one backward.
+  it is the plain step, one forward and one backward;
+* :mod:`~distlib.train.context_parallel` -- this rank's zig-zag positions of
+  every sequence, and the attention over the context-parallel group (ring,
+  all-gather or Ulysses).
 
 Each hands back a :class:`~distlib.train.results.RankReport` as one report
 line (:mod:`distlib.engines.report`). Progress goes to stderr, from rank 0.
@@ -43,6 +46,7 @@ from ..engines.algorithms import allreduce
 from ..engines.comm import CountingComm, SubComm
 from ..layout import Layout
 from .adam import Adam
+from .context_parallel import context_parallel
 from .data import global_batch, local_batch
 from .data_parallel import Ledger, make_layout
 from .microbatches import mean_loss, scale_accumulated, split_microbatches
@@ -82,11 +86,12 @@ def _checksum_part(layout, specs, tp_rank: int) -> float:
     return total
 
 
-def _build(comm, lay: Layout, config: Config, seed: int, adam: Adam) -> tuple:
+def _build(comm, lay: Layout, config: Config, seed: int, adam: Adam, cp_options: dict) -> tuple:
     """This rank's parts: its counted world, place, groups, data-parallel layout, stage and op order."""
     counted = CountingComm(comm)
     at, groups = lay.coords(comm.rank), lay.groups(comm.rank)
-    data_comm, pp_comm, tp_comm = (SubComm(counted, list(g)) for g in (groups.replicas, groups.pp, groups.tp))
+    data_comm, pp_comm, tp_comm, cp_comm = (SubComm(counted, list(g)) for g in (groups.replicas, groups.pp,
+                                                                               groups.tp, groups.cp))
     chunks = stage_units(at.pp, config.layers, lay.pp, lay.chunks)
     mine = [u for units in chunks for u in units]
     full, specs, every = unit_specs(config), unit_specs(config, lay.tp), init_units(config, seed)
@@ -94,8 +99,10 @@ def _build(comm, lay: Layout, config: Config, seed: int, adam: Adam) -> tuple:
     layout = make_layout(lay.zero, [specs[u] for u in mine], [shard_unit(full[u], every[u], at.tp, lay.tp) for u in mine],
                          data_comm, adam=adam, ledger=ledger)  # fmt: skip
     reduce, sp = tensor_parallel(tp_comm, sequence_parallel=lay.sequence_parallel)
+    cp = context_parallel(cp_comm, kind=lay.cp_kind, seq=config.seq, **cp_options)
     stage = Stage(config=config, stage=at.pp, pp=lay.pp, chunks=lay.chunks, microbatches=lay.microbatches,
-                  layout=layout, chunk_units=chunks, pp_comm=pp_comm, reduce=reduce, ledger=ledger, sp=sp)
+                  layout=layout, chunk_units=chunks, pp_comm=pp_comm, reduce=reduce, ledger=ledger, sp=sp,
+                  cp=cp)
     ops = stage_ops(lay.schedule, lay.pp, lay.microbatches, at.pp, chunks=lay.chunks)
     return counted, at, (data_comm, pp_comm), stage, ops, ledger
 
@@ -120,7 +127,7 @@ def _record(times: dict, clock, seconds: float) -> None:
 
 
 def train_rank(comm, layout: Layout, *, steps: int, seed: int, config: Config = Config(), adam: Adam = Adam(),
-               say=None) -> RankReport:  # fmt: skip
+               say=None, cp_overlap: bool = True, cp_split: str = "zigzag") -> RankReport:  # fmt: skip
     """Train on this rank of ``comm`` with ``layout`` for ``steps`` steps; this rank's report.
 
     Every rank of ``comm`` calls it with the same arguments (SPMD).
@@ -137,6 +144,10 @@ def train_rank(comm, layout: Layout, *, steps: int, seed: int, config: Config = 
         The model's sizes and the optimizer (the defaults are the book's).
     say : callable, optional
         Called with a progress line after each step.
+    cp_overlap, cp_split
+        Context parallelism's ring posts each hop under the block before it (True; False: the blocking
+        ring), and its sequence is cut in zig-zag chunks (``"contiguous"``: the imbalance it cures); both
+        give the same numbers (:class:`~distlib.train.context_parallel.ContextParallel`).
 
     Returns
     -------
@@ -167,13 +178,16 @@ def train_rank(comm, layout: Layout, *, steps: int, seed: int, config: Config = 
         raise ValueError(f"the layout's {layout.ranks} ranks ({layout.words()}) must be the ranks of comm "
                          f"({comm.size})")
     layout.check(config)
-    counted, at, (data_comm, pp_comm), stage, ops, ledger = _build(comm, layout, config, seed, adam)
+    options = dict(overlap=cp_overlap, split=cp_split)
+    counted, at, (data_comm, pp_comm), stage, ops, ledger = _build(comm, layout, config, seed, adam, options)
     times = {name: [] for name in ("step", "busy", "idle", "flush", "forward", "backward")}
     losses, ran_first = [], None
     for step in range(1, steps + 1):
         start = time.perf_counter()
         batch = local_batch(*global_batch(seed, step - 1, batch=config.batch, seq=config.seq, vocab=config.vocab),
                             at.dp, layout.dp)  # fmt: skip
+        if stage.cp is not None:  # this rank's positions of every sequence
+            batch = tuple(stage.cp.local(part) for part in batch)
         mb_losses, clock, ran = stage.step(ops, split_microbatches(*batch, layout.microbatches))
         times["flush"].append(time.perf_counter() - start)
         ran_first = ran_first or ran
@@ -187,28 +201,34 @@ def train_rank(comm, layout: Layout, *, steps: int, seed: int, config: Config = 
                       state_parts=ledger.at_peak, comm_bytes=counted.bytes_sent, messages=counted.messages,
                       step_seconds=times["step"], local_params=sum(dp_layout.sizes), pp_rank=at.pp,
                       busy_seconds=times["busy"], idle_seconds=times["idle"], flush_seconds=times["flush"],
-                      forward_seconds=times["forward"], backward_seconds=times["backward"], ops=ran_first)  # fmt: skip
+                      forward_seconds=times["forward"], backward_seconds=times["backward"], ops=ran_first,
+                      activation_bytes=stage.activation_peak, attention_flops=stage.cp.flops if stage.cp else 0,
+                      attention_seconds=stage.cp.seconds if stage.cp else 0.0,
+                      attention_wait_seconds=stage.cp.wait_seconds if stage.cp else 0.0)  # fmt: skip
 
 
 def _parse(argv) -> tuple:
-    """``(layout, steps, seed, engine, config)`` from a rank's flags (checked by the launching side already)."""
+    """``(layout, steps, seed, engine, config, cp_overlap)`` from a rank's flags (checked by the launching side
+    already)."""
     parser = argparse.ArgumentParser(prog="python -m distlib.train.rank")
     Layout.add_arguments(parser)
     parser.add_argument("--steps", type=int, required=True)
     parser.add_argument("--seed", type=int, required=True)
     parser.add_argument("--engine", choices=ENGINES, default="mpi")
+    parser.add_argument("--cp-blocking", action="store_true",
+                        help="context parallelism's ring exchanges after each block instead of under it")
     for f in fields(Config):
         parser.add_argument(f"--{f.name}", dest=f"config_{f.name}", type=int, default=f.default)
     ns = parser.parse_args(argv)
     config = Config(**{f.name: getattr(ns, f"config_{f.name}") for f in fields(Config)})
-    return Layout.from_namespace(ns), ns.steps, ns.seed, ns.engine, config
+    return Layout.from_namespace(ns), ns.steps, ns.seed, ns.engine, config, not ns.cp_blocking
 
 
 def main(argv=None) -> None:
     """Entry point of one rank, MPI's (``python -m mpi4py -m distlib.train.rank``) or gloo's (``--engine gloo``)."""
     from ..engines.report import emit
 
-    layout, steps, seed, engine, config = _parse(sys.argv[1:] if argv is None else argv)
+    layout, steps, seed, engine, config, cp_overlap = _parse(sys.argv[1:] if argv is None else argv)
     if engine == "gloo":
         from ..engines.torch_numpy import numpy_world
 
@@ -218,7 +238,7 @@ def main(argv=None) -> None:
 
         comm = world()
     say = (lambda text: print(text, file=sys.stderr, flush=True)) if comm.rank == 0 else None
-    emit(train_rank(comm, layout, steps=steps, seed=seed, config=config, say=say))
+    emit(train_rank(comm, layout, steps=steps, seed=seed, config=config, say=say, cp_overlap=cp_overlap))
 
 
 if __name__ == "__main__":

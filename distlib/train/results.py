@@ -20,10 +20,12 @@ from dataclasses import dataclass, field
 from ..layout import Layout
 from ..pipeline_schedule import pipeline_schedule
 
-__all__ = ["RankReport", "TrainResult", "JSON_FIELDS", "PIPELINE_FIELDS"]
+__all__ = ["RankReport", "TrainResult", "JSON_FIELDS", "EVERY_RUN_FIELDS", "PIPELINE_FIELDS"]
 
 JSON_FIELDS = ("losses", "param_checksum", "state_bytes", "comm_bytes", "step_seconds")
 """The keys of ``python -m distlib.train --json``, in order (the book's contract)."""
+EVERY_RUN_FIELDS = ("activation_bytes",)
+"""The keys every run's JSON adds after them (Part V's contract): per rank, the peak activations kept for backward."""
 PIPELINE_FIELDS = ("idle_seconds", "busy_seconds", "measured_bubble", "predicted_bubble", "predicted_idle_seconds")
 """The keys a pipeline's JSON adds after them."""
 
@@ -45,7 +47,12 @@ class RankReport:
     receive), ``flush_seconds`` (from the step's start to its last op),
     ``forward_seconds`` and ``backward_seconds``; ``ops`` are the first
     step's ops as they ran, ``"F3.0"`` for the forward of microbatch 3
-    through chunk 0.
+    through chunk 0. ``activation_bytes`` is the most bytes of
+    activations it kept for backward passes at once (the caches its stage
+    held, :attr:`distlib.train.pipeline_parallel.Stage.activation_peak`);
+    with context parallelism ``attention_flops`` and ``attention_seconds``
+    are the attention products it ran over the whole run and their time,
+    ``attention_wait_seconds`` the time it waited for their messages.
     """
 
     rank: int
@@ -66,6 +73,10 @@ class RankReport:
     forward_seconds: list[float] = field(default_factory=list)
     backward_seconds: list[float] = field(default_factory=list)
     ops: list[str] = field(default_factory=list)
+    activation_bytes: int = 0
+    attention_flops: int = 0
+    attention_seconds: float = 0.0
+    attention_wait_seconds: float = 0.0
 
 
 def _mean(values) -> float:
@@ -117,6 +128,8 @@ class TrainResult:
     comm_bytes: list[int]
     step_seconds: list[float]
     ranks: list[RankReport] = field(default_factory=list)
+    activation_bytes: list[int] = field(default_factory=list)
+    """Per rank, the most bytes of activations it kept for backward passes at once."""
     log: str = ""
     """Rank 0's progress lines (its stderr)."""
     run_id: str = ""
@@ -143,13 +156,14 @@ class TrainResult:
         return cls(layout=layout, seed=seed, losses=list(reports[0].losses),
                    param_checksum=math.fsum(r.checksum_part for r in reports),
                    state_bytes=[r.state_bytes for r in reports], comm_bytes=[r.comm_bytes for r in reports],
-                   step_seconds=seconds, ranks=reports, log=log, run_id=run_id, **stages)  # fmt: skip
+                   step_seconds=seconds, ranks=reports, log=log, run_id=run_id,
+                   activation_bytes=[r.activation_bytes for r in reports], **stages)  # fmt: skip
 
     def to_json(self) -> dict:
-        """The object ``python -m distlib.train --json`` prints: :data:`JSON_FIELDS`; for a pipeline
-        :data:`PIPELINE_FIELDS`; for a run across a mini cluster (``--nodes``), ``nodes``, ``link_gbit`` and
-        ``link_bytes``."""
-        data = {name: getattr(self, name) for name in JSON_FIELDS}
+        """The object ``python -m distlib.train --json`` prints: :data:`JSON_FIELDS`, :data:`EVERY_RUN_FIELDS`;
+        for a pipeline :data:`PIPELINE_FIELDS`; for a run across a mini cluster (``--nodes``), ``nodes``,
+        ``link_gbit`` and ``link_bytes``."""
+        data = {name: getattr(self, name) for name in JSON_FIELDS + EVERY_RUN_FIELDS}
         if self.layout.is_pipeline:
             data.update({name: getattr(self, name) for name in PIPELINE_FIELDS})
         if self.nodes is not None:  # --nodes: where the ranks ran, and what crossed the links

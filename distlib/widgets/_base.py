@@ -22,6 +22,22 @@ Redrawing a whole figure costs matplotlib 100 ms and more, mostly laying out
 text. A widget whose picture is mostly static marks the artists that change as
 *animated*: the rest is drawn once into a cached background (Agg blitting), and
 each update only restores it and draws the changed artists.
+
+**Declared for the tests**: every chapter widget (a public ``FigureWidget``
+subclass in a module of :mod:`distlib.widgets`) sets two class attributes,
+and the tests find the widgets (:func:`distlib.widgets.widget_classes`) and
+read them; a widget lacking either fails ``tests/test_widget_inputs.py``::
+
+    #: the chapter's widget as the static-frame tests build it (its constructor's keywords)
+    EXAMPLE = dict(cp=4, seq=131072)
+    #: bad constructor arguments: (label, keywords, error type, text the one-line message must contain)
+    BAD_INPUTS = (("cp below 1", dict(cp=0), ValueError, "cp must be an integer"), ...)
+
+``EXAMPLE`` builds the widget whose static frames ``tests/test_widgets_static.py``
+checks (the values its chapter shows it with). Each row of ``BAD_INPUTS`` is a
+call that must raise that error, a ``ValueError`` or ``TypeError``, before any
+control exists, with a one-line message naming the last keyword and containing
+the text (its range or choices); ``tools/bad_inputs.py`` prints them all.
 """
 
 from __future__ import annotations
@@ -208,6 +224,10 @@ class FigureWidget(w.VBox):
     controls: list
     fig: FigureImage
     summary: w.HTML
+    #: the keywords the static-frame tests build the widget with (each subclass sets it; see the module)
+    EXAMPLE: dict
+    #: ``(label, keywords, error type, text the message must contain)`` rows (each subclass sets it)
+    BAD_INPUTS: tuple
 
     def __new__(cls, *args, **kwargs):
         """Remember the arguments the widget is built with: the static page builds its phone twin from them.

@@ -42,6 +42,22 @@ class CollectivesWidget(FigureWidget):
         The latency/bandwidth split of the chosen ``regime_algorithm``.
     """
 
+    #: the chapter's widget as the static-frame tests build it (its constructor's keywords)
+    EXAMPLE = dict(alpha=5e-6, bandwidth=50e9, p=64, n_bytes=2**20)
+    #: bad constructor arguments: (label, keywords, error type, text the one-line message must contain)
+    BAD_INPUTS = (
+        ("collective spelt MPI's way", dict(collective="all_reduce"), ValueError, "'allreduce', 'reduce_scatter'"),
+        ("zero latency", dict(alpha=0), ValueError, "[1e-07, 0.001] s"),
+        ("latency in µs, not s", dict(alpha=5), ValueError, "[1e-07, 0.001] s"),
+        ("negative bandwidth", dict(bandwidth=-1), ValueError, "[1e+08, 1e+12] bytes/s"),
+        ("bandwidth as a string", dict(bandwidth="50e9"), TypeError, "[1e+08, 1e+12] bytes/s"),
+        ("one rank", dict(p=1), ValueError, "[2, 1024]"),
+        ("more ranks than the slider", dict(p=2048), ValueError, "[2, 1024]"),
+        ("empty buffer", dict(n_bytes=0), ValueError, "[1, 1e+10] bytes"),
+        ("infinite buffer", dict(n_bytes=float("inf")), ValueError, "[1, 1e+10] bytes"),
+        ("unknown algorithm", dict(regime_algorithm="butterfly"), ValueError, "'ring', 'tree', 'halving_doubling'"),
+    )
+
     def __init__(self, *, collective="allreduce", alpha=5e-6, bandwidth=50e9, p=64, n_bytes=1e6,
                  regime_algorithm="ring"):
         # every argument checked against its control's range before anything is built

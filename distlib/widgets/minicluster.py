@@ -46,6 +46,21 @@ class TwoLevelWidget(FigureWidget):
     per-message latencies in seconds; ``n_bytes`` is each rank's buffer.
     """
 
+    #: the chapter's widget as the static-frame tests build it (its constructor's keywords)
+    EXAMPLE = dict(nodes=2, ranks_per_node=2, link_bandwidth=1e9 / 8)
+    #: bad constructor arguments: (label, keywords, error type, text the one-line message must contain)
+    BAD_INPUTS = (
+        ("three nodes", dict(nodes=3), ValueError, "2, 4, 8, 16, 32, 64, 128"),
+        ("fractional node count", dict(nodes=2.5), TypeError, "2, 4, 8"),
+        ("no ranks per node", dict(ranks_per_node=0), ValueError, "[1, 16]"),
+        ("more ranks per node than the slider", dict(ranks_per_node=17), ValueError, "[1, 16]"),
+        ("link in Gbit/s, not bytes/s", dict(link_bandwidth=1), ValueError, "[1e+07, 1e+11] bytes/s"),
+        ("intra-node link too fast", dict(intra_bandwidth=1e13), ValueError, "[1e+08, 1e+12] bytes/s"),
+        ("negative latency between nodes", dict(alpha_inter=-5e-5), ValueError, "[1e-07, 0.001] s"),
+        ("one-second latency inside", dict(alpha_intra=1), ValueError, "[1e-07, 0.001] s"),
+        ("ten-byte buffer", dict(n_bytes=10), ValueError, "[1000, 1e+10] bytes"),
+    )
+
     def __init__(self, *, nodes=2, ranks_per_node=2, link_bandwidth=1e9 / 8, intra_bandwidth=3e9,
                  alpha_inter=50e-6, alpha_intra=5e-6, n_bytes=16 * 2**20):  # fmt: skip
         # every argument checked against its control's range before anything is built

@@ -34,6 +34,24 @@ class OverlapWidget(FigureWidget):
     bytes/s per direction (the sliders show ms, GB, MiB, µs and GB/s).
     """
 
+    #: the chapter's widget as the static-frame tests build it (its constructor's keywords)
+    EXAMPLE = dict(layers=48, bucket_bytes=25 * 2**20, bandwidth=25e9, p=64)
+    #: bad constructor arguments: (label, keywords, error type, text the one-line message must contain)
+    BAD_INPUTS = (
+        # SI units (the sliders show ms, GB, MiB, µs, GB/s)
+        ("no layers", dict(layers=0), ValueError, "[1, 48]"),
+        ("more layers than the slider", dict(layers=49), ValueError, "[1, 48]"),
+        ("backward time in ms, not s", dict(backward_time=5), ValueError, "[0.0001, 0.1] s"),
+        ("no gradients", dict(grad_bytes=0), ValueError, "[1e+06, 1e+11] bytes"),
+        ("unknown gradient profile", dict(profile="gpt2"), ValueError, "'uniform', 'embedding'"),
+        ("bucket in MiB, not bytes", dict(bucket_bytes=25), ValueError, "[65536, 17179869184] bytes"),
+        ("latency in µs, not s (overlap)", dict(alpha=5), ValueError, "[1e-07, 0.001] s"),
+        ("bandwidth in GB/s, not bytes/s", dict(bandwidth=25), ValueError, "[1e+08, 1e+12] bytes/s"),
+        ("one rank (overlap)", dict(p=1), ValueError, "[2, 1024]"),
+        ("fractional rank count", dict(p=3.5), TypeError, "[2, 1024]"),
+        ("overlap as a string", dict(overlap="yes"), TypeError, "True or False"),
+    )
+
     def __init__(self, *, layers=16, backward_time=5e-3, grad_bytes=1e9, profile="uniform",
                  bucket_bytes=25 * 2**20, alpha=5e-6, bandwidth=25e9, p=8, overlap=True):
         # every argument checked against its control's range (in SI units) before anything is built

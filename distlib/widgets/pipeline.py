@@ -1,7 +1,7 @@
 """Chapter 12's pipeline explorer: a schedule, its stages p, microbatches m and chunks v, drawn stage by time.
 
 The picture is :func:`distlib.pipeline_schedule`'s timeline
-(:func:`distlib.plots.pipeline.plot_pipeline_schedule`): one row per stage,
+(:class:`distlib.plots.pipeline.SchedulePicture`): one row per stage,
 stage 0 on top, a blue box per forward and an orange box per backward of
 one microbatch (an interleaved schedule's later chunks lighter), the row
 grey where the stage waits. The time axis is in units of one stage's
@@ -32,7 +32,7 @@ import ipywidgets as w
 
 from .._check import check_choice, check_int_choice, check_real_in
 from ..pipeline_schedule import PIPELINE_SCHEDULES, PipelineSchedule, pipeline_schedule
-from ..plots.pipeline import plot_pipeline_schedule, schedule_legend_handles
+from ..plots.pipeline import KIND_LABELS, SchedulePicture
 from ._base import FigureImage, FigureWidget, StaticAxis, control_layout, label_style
 
 __all__ = ["PipelineWidget", "STAGES", "MICROBATCHES", "CHUNKS", "BACKWARD_RATIOS", "KIND_LABELS"]
@@ -45,12 +45,6 @@ MICROBATCHES = [8, 16, 32]
 CHUNKS = [2, 4]
 #: Backward time over forward time offered (2: a backward pass costs two forwards).
 BACKWARD_RATIOS = [1.0, 2.0, 3.0]
-KIND_LABELS = {"gpipe": "GPipe", "1f1b": "1F1B", "interleaved": "interleaved 1F1B"}
-
-
-def _pct(x: float) -> str:
-    """A share as the title writes it: whole per cent from 10 % up, one decimal under."""
-    return f"{x:.0%}" if x >= 0.095 else f"{x:.1%}"
 
 
 class PipelineWidget(FigureWidget):
@@ -74,6 +68,18 @@ class PipelineWidget(FigureWidget):
         The schedule the picture and the text show now.
     """
 
+    #: the chapter's widget as the static-frame tests build it (its constructor's keywords)
+    EXAMPLE = dict(kind="1f1b", stages=4, microbatches=8)
+    #: bad constructor arguments: (label, keywords, error type, text the one-line message must contain)
+    BAD_INPUTS = (
+        ("unknown pipeline schedule", dict(kind="pipedream"), ValueError, "'gpipe', '1f1b', 'interleaved'"),
+        ("three pipeline stages", dict(stages=3), ValueError, "2, 4, 8"),
+        ("microbatches not offered", dict(microbatches=12), ValueError, "8, 16, 32"),
+        ("one chunk for the interleaved schedule", dict(chunks=1), ValueError, "2, 4"),
+        ("fractional chunks", dict(chunks=2.5), TypeError, "2, 4"),
+        ("backward ratio above the buttons", dict(backward_ratio=5), ValueError, "[1, 3]"),
+    )
+
     def __init__(self, *, kind="1f1b", stages=4, microbatches=8, chunks=2, backward_ratio=2.0):
         kind = check_choice("kind", kind, PIPELINE_SCHEDULES)
         stages = check_int_choice("stages", stages, STAGES)
@@ -94,24 +100,10 @@ class PipelineWidget(FigureWidget):
         self.controls = [self.kind_buttons, self.stages_buttons, self.microbatches_buttons, self.chunks_buttons,
                          self.ratio_dropdown]
         self.fig = FigureImage(width=460, height=330, phone_height=360)
-        self._fixed_parts()
+        self.picture = SchedulePicture(self.fig.ax, narrow=self.fig.narrow)
         self.summary = w.HTML()
         self.result: PipelineSchedule | None = None
         self._finish()
-
-    def _fixed_parts(self) -> None:
-        """The legend under the axes and the margins, the same in every frame."""
-        figure, ax = self.fig.figure, self.fig.ax
-        narrow = self.fig.narrow
-        left = 0.24 if narrow else 0.17
-        figure.subplots_adjust(left=left, right=0.97, top=0.83 if narrow else 0.84, bottom=0.34 if narrow else 0.30)
-        self.title = figure.text(0.5, 0.985, "", ha="center", va="top", fontsize=11)
-        handles = schedule_legend_handles(chunks=2)
-        self.legend = figure.legend(handles=handles, loc="lower center", ncol=2 if narrow else 3, fontsize=11,
-                                    frameon=False, handlelength=1.2, columnspacing=0.8, handletextpad=0.4,
-                                    borderaxespad=0.2)
-        ax.set_xlabel("time, in forward passes of one microbatch" if not narrow else "time, in forwards")
-        ax.set_ylabel("stage (peak held)")
 
     def static_axes(self):
         # 3 schedules x 3 stage counts x 3 microbatch counts x 2 chunk counts = 54 frames (the chunks'
@@ -128,16 +120,7 @@ class PipelineWidget(FigureWidget):
                                  backward_time=float(self.ratio_dropdown.value), chunks=v)
 
     def draw(self, r: PipelineSchedule) -> None:
-        ax = self.fig.ax
-        for artist in [*ax.collections, *ax.texts]:
-            artist.remove()
-        plot_pipeline_schedule(ax, r, stage_labels=[f"{s} ({k:g})" for s, k in enumerate(r.peak_in_flight)])
-        ax.tick_params(axis="y", labelsize=11)
-        name = KIND_LABELS[r.kind] + (f", v = {r.chunks}" if r.kind == "interleaved" else ", v = 1")
-        first = f"{name}, p = {r.stages}, m = {r.microbatches}"
-        the = "" if self.fig.narrow else "the "
-        second = f"bubble {_pct(r.bubble_fraction)} of {the}step, {_pct(r.bubble_ratio)} of {the}ideal"
-        self.title.set_text(f"{first}\n{second}")
+        self.picture.update(r)
         self.fig.render()
 
     def describe(self, r: PipelineSchedule) -> None:

@@ -16,7 +16,7 @@ with sequence parallelism on and ZeRO-1 held (ZeRO-1 and 2 cost the same
 time in the planner and ZeRO-1 keeps every layout ZeRO-0 keeps); only when
 nothing fits that way does it try ZeRO-3. That keeps one search near a tenth
 of a second, and each (model, GPUs, batch) is searched once
-(:func:`planner_view` is cached).
+(:func:`planner_view` is cached). The picture is drawn by :mod:`distlib.plots.planner`.
 
 ``PlannerWidget().result`` is the current :class:`PlannerView`.
 """
@@ -28,14 +28,13 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 import ipywidgets as w
-from matplotlib.patches import Patch, Rectangle
-from matplotlib.ticker import MaxNLocator
 
 from .._check import check_choice, check_int_choice
 from ..fmt import fmt_bytes, fmt_seconds
 from ..gpu_cluster import gpu_cluster
-from ..planner import BREAKDOWN_TERMS, plan_layouts, published_model
+from ..planner import plan_layouts, published_model
 from ..planner.published import published_layouts
+from ..plots.planner import TERM_LABELS, LayoutBars, plot_term_legend, short_layout
 from ..units import gbit_to_bytes_per_s
 from ._base import FigureImage, FigureWidget, StaticAxis, control_layout, label_style
 
@@ -51,11 +50,6 @@ GPU_COUNTS = [2**i for i in range(6, 15)]
 GLOBAL_BATCHES = [256, 512, 1024, 2048, 4096]
 #: Layouts drawn.
 TOP = 4
-_TICKS = 8  # tick labels the x axis can show
-TERM_LABELS = {"compute": "compute", "memory_bound": "memory-bound", "tp_comm": "TP comm", "cp_comm": "CP comm",
-               "pp_comm": "PP comm", "bubble": "bubble", "dp_comm": "DP comm", "optimizer": "optimizer"}
-TERM_COLORS = {"compute": "#0072B2", "memory_bound": "#56B4E9", "tp_comm": "#E69F00", "cp_comm": "#F0E442",
-               "pp_comm": "#CC79A7", "bubble": "#BBBBBB", "dp_comm": "#D55E00", "optimizer": "#009E73"}
 _BYTES_PER_PARAM = 16  # bf16 weights and gradients, fp32 master weights and Adam moments (chapter 2)
 
 
@@ -130,14 +124,6 @@ def planner_view(model: str, gpus: int, global_batch: int) -> PlannerView:
                        float(cluster.accelerator.hbm_bytes), tuple(best[:TOP]), len(plans), zero)
 
 
-def short_layout(s) -> str:
-    """``dp4 tp8 pp16`` and, where used, ``cp``, the schedule's chunks and the microbatch."""
-    lay = s.layout
-    cp = f" cp{lay.cp}" if lay.cp > 1 else ""
-    sched = f"interleaved v{lay.chunks}" if lay.schedule == "interleaved" else "1F1B"
-    return f"dp{lay.dp} tp{lay.tp} pp{lay.pp}{cp}, {sched}, b{s.micro_batch}"
-
-
 class PlannerWidget(FigureWidget):
     """Menus for the model, the GPUs and the global batch; the fastest layouts that fit, as bars of named seconds.
 
@@ -154,6 +140,17 @@ class PlannerWidget(FigureWidget):
     result : PlannerView
         The numbers the picture and the text show now.
     """
+
+    #: the chapter's widget as the static-frame tests build it (its constructor's keywords)
+    EXAMPLE = dict(model="GPT-3 175B", gpus=1024, global_batch=512)
+    #: bad constructor arguments: (label, keywords, error type, text the one-line message must contain)
+    BAD_INPUTS = (
+        ("a model not on the menu (planner)", dict(model="GPT-4"), ValueError,
+         "'GPT-3 175B', 'Llama 3 405B', 'Megatron 1T'"),
+        ("GPUs not a power of two (planner)", dict(gpus=1000), ValueError, "64, 128, 256"),
+        ("bool for GPUs (planner)", dict(gpus=True), TypeError, "64, 128, 256"),
+        ("global batch not on the menu (planner)", dict(global_batch=1536), ValueError, "256, 512, 1024, 2048, 4096"),
+    )
 
     def __init__(self, *, model="GPT-3 175B", gpus=1024, global_batch=512):
         model = check_choice("model", model, list(PLANNER_MODELS))
@@ -173,44 +170,17 @@ class PlannerWidget(FigureWidget):
         figure.delaxes(self.fig.ax)
         self.ax, self.legend_ax = figure.subplots(2, 1, gridspec_kw={"height_ratios": [4.2, 1]})
         self.fig.ax = self.ax
-        self._draw_axes(self.fig.narrow)
+        self.picture = LayoutBars(self.ax, rows=TOP, narrow=self.fig.narrow)
+        plot_term_legend(self.legend_ax, narrow=self.fig.narrow)
+        self.fig.enforce_min_font()
         # placed by hand: the labels sit inside the axes, which tight_layout would measure while they are empty
         figure.subplots_adjust(left=0.03, right=0.97, top=0.94, bottom=0.01, hspace=0.28)
         # the x axis runs 0 to 1 (a share of the longest bar drawn); its ticks are texts redrawn each time, so
         # the rest of the picture is drawn once (blitting): one redraw is the bars and the words
-        self.fig.set_animated([*self.bars.values(), *self.labels, self.note, self.title, *self.tick_texts,
-                               *self.tick_marks])
+        self.fig.set_animated(self.picture.dynamic_artists)
         self.summary = w.HTML()
         self.result: PlannerView | None = None
         self._finish()
-
-    def _draw_axes(self, narrow: bool) -> None:
-        ax = self.ax
-        ax.set_ylim(TOP - 0.45, -0.95)
-        ax.set_xlim(0, 1)
-        ax.set_yticks([])
-        ax.set_xticks([])
-        ax.set_xlabel("seconds per step", labelpad=19)
-        axis = ax.get_xaxis_transform()  # x in data (0 to 1), y in axes
-        self.tick_texts = [ax.text(0, -0.025, "", transform=axis, fontsize=11, ha="center", va="top")
-                           for _ in range(_TICKS)]
-        self.tick_marks = [ax.plot([], [], color="black", linewidth=0.8, transform=axis, clip_on=False)[0]
-                           for _ in range(_TICKS)]
-        for side in ("top", "right", "left"):
-            ax.spines[side].set_visible(False)
-        self.bars = {(i, t): ax.add_patch(Rectangle((0, i), 0, 0.3, color=TERM_COLORS[t], linewidth=0))
-                     for i in range(TOP) for t in BREAKDOWN_TERMS}
-        self.labels = [ax.text(0, i - 0.06, "", fontsize=11, ha="left", va="bottom", linespacing=1.15)
-                       for i in range(TOP)]
-        self.note = ax.text(0.5, 0.45, "", transform=ax.transAxes, fontsize=11, ha="center", va="center",
-                            color="#D55E00", wrap=True)
-        self.title = ax.set_title("", fontsize=11)
-        lx = self.legend_ax
-        lx.axis("off")
-        handles = [Patch(color=TERM_COLORS[t], label=TERM_LABELS[t]) for t in BREAKDOWN_TERMS]
-        lx.legend(handles=handles, loc="center", ncol=2 if narrow else 3, fontsize=11, frameon=False,
-                  handlelength=1.2, columnspacing=0.9, handletextpad=0.4)
-        self.fig.enforce_min_font()
 
     def static_axes(self):
         # every model; GPUs a factor of four apart (64: nothing fits for 1T), batches too: 3 x 4 x 2 = 24 frames
@@ -222,40 +192,7 @@ class PlannerWidget(FigureWidget):
         return planner_view(self.model_dropdown.value, self.gpus_dropdown.value, self.batch_dropdown.value)
 
     def draw(self, r: PlannerView) -> None:
-        self.title.set_text(f"{r.model} on {r.gpus} {r.accelerator}s, batch {r.global_batch}")
-        xmax = max((s.step_time for s in r.steps), default=1.0) * 1.04
-        ticks = [v for v in MaxNLocator(nbins=4 if self.fig.narrow else 6).tick_values(0, xmax) if 0 <= v <= xmax]
-        ticks = ticks[:_TICKS] if r.fits else []
-        for k, (text, mark) in enumerate(zip(self.tick_texts, self.tick_marks)):
-            if k < len(ticks):
-                text.set_text(f"{ticks[k]:g}")
-                text.set_x(ticks[k] / xmax)
-                mark.set_data([ticks[k] / xmax] * 2, [0, -0.015])
-            else:
-                text.set_text("")
-                mark.set_data([], [])
-        for i in range(TOP):
-            s = r.steps[i] if i < len(r.steps) else None
-            left = 0.0
-            for t in BREAKDOWN_TERMS:
-                bar = self.bars[i, t]
-                width = s.breakdown[t] if s else 0.0
-                bar.set_x(left / xmax)
-                bar.set_width(width / xmax)
-                left += width
-            if s is None:
-                self.labels[i].set_text("")
-                continue
-            # three short lines, broken where a reader would break them: no number parted from its unit
-            self.labels[i].set_text(f"{i + 1}. {short_layout(s)}\nrecompute {s.recompute}, MFU {s.mfu:.0%}\n"
-                                    f"{fmt_seconds(s.step_time)} a step, {fmt_bytes(s.memory_bytes)} a GPU")
-        if r.fits:
-            self.note.set_text("")
-        else:
-            self.note.set_text(f"Nothing fits on {r.gpus} GPUs.\nModel state alone, spread over all of them,\n"
-                               f"is {fmt_bytes(r.state_floor)} a GPU"
-                               + (f", over the {fmt_bytes(r.hbm_bytes)}." if r.state_floor > r.hbm_bytes
-                                  else f";\nwith activations no layout\nstays within {fmt_bytes(r.hbm_bytes)}."))
+        self.picture.update(r)
         self.fig.render()
 
     def describe(self, r: PlannerView) -> None:

@@ -32,6 +32,23 @@ class RingWidget(FigureWidget):
     the frame shown (0 = before the first step, ``2 (p - 1)`` = done).
     """
 
+    #: the chapter's widget as the static-frame tests build it (its constructor's keywords)
+    EXAMPLE = dict(p=4)
+    #: bad constructor arguments: (label, keywords, error type, text the one-line message must contain)
+    BAD_INPUTS = (
+        # p in [2, 12], step in [0, 2 (p - 1)]
+        ("ring of one GPU", dict(p=1), ValueError, "[2, 12]"),
+        ("ring larger than the slider", dict(p=13), ValueError, "[2, 12]"),
+        ("bool for p", dict(p=True), TypeError, "[2, 12]"),
+        ("fractional p", dict(p=4.5), TypeError, "[2, 12]"),
+        ("p as a string", dict(p="4"), TypeError, "[2, 12]"),
+        ("NaN for p", dict(p=float("nan")), TypeError, "[2, 12]"),
+        ("negative step", dict(p=4, step=-1), ValueError, "[0, 6] for p = 4"),
+        ("step past the end", dict(p=4, step=7), ValueError, "[0, 6] for p = 4"),
+        ("zero Play interval", dict(interval_ms=0), ValueError, ">= 1"),
+        ("unknown numbering", dict(numbering="MPI"), ValueError, "'ring', 'mpi'"),
+    )
+
     def __init__(self, p: int = 4, *, step: int = 0, interval_ms: int = 900, numbering: str = "ring"):
         # every argument checked before anything is built (messages name the argument and its range)
         p = check_int("p", p, minimum=P_MIN, maximum=P_MAX)
@@ -140,6 +157,24 @@ class ClusterWidget(FigureWidget):
     are in SI units: ``link_bandwidth`` in bytes/s (one direction),
     ``flops_per_gpu`` the peak dense FLOP/s of one GPU.
     """
+
+    #: the chapter's widget as the static-frame tests build it (its constructor's keywords)
+    EXAMPLE = dict(p=8, params=7e9, link_bandwidth=50e9, flops_per_gpu=989e12)
+    #: bad constructor arguments: (label, keywords, error type, text the one-line message must contain)
+    BAD_INPUTS = (
+        ("one GPU", dict(p=1), ValueError, "[2, 16384]"),
+        ("more GPUs than the slider", dict(p=32768), ValueError, "[2, 16384]"),
+        ("negative parameter count", dict(params=-7e9), ValueError, "[1e+08, 1e+12]"),
+        ("NaN parameters", dict(params=float("nan")), ValueError, "[1e+08, 1e+12]"),
+        ("3-byte gradients", dict(bytes_per_value=3), ValueError, "2, 4"),
+        ("bool for bytes_per_value", dict(bytes_per_value=True), TypeError, "2, 4"),
+        ("link in GB/s, not bytes/s", dict(link_bandwidth=50), ValueError, "[1e+09, 1e+12] bytes/s"),
+        ("infinite FLOP/s", dict(flops_per_gpu=float("inf")), ValueError, "[1e+13, 1e+16] FLOP/s"),
+        ("MFU of zero", dict(mfu=0), ValueError, "[0.05, 1]"),
+        ("MFU above one", dict(mfu=1.5), ValueError, "[0.05, 1]"),
+        ("MFU as a string", dict(mfu="0.4"), TypeError, "[0.05, 1]"),
+        ("too few tokens per GPU", dict(tokens_per_gpu=100), ValueError, "[512, 1048576]"),
+    )
 
     def __init__(self, *, p=8, params=7e9, bytes_per_value=2, link_bandwidth=50e9,
                  flops_per_gpu=989e12, mfu=0.4, tokens_per_gpu=4096):

@@ -34,6 +34,18 @@ class RooflineWidget(FigureWidget):
         The chosen operation at the chosen size.
     """
 
+    #: the chapter's widget as the static-frame tests build it (its constructor's keywords)
+    EXAMPLE = dict(n=1024)
+    #: bad constructor arguments: (label, keywords, error type, text the one-line message must contain)
+    BAD_INPUTS = (
+        ("accelerator not in the table", dict(accelerator="V100"), ValueError, "known: A100, H100"),
+        ("accelerator as a number", dict(accelerator=100), TypeError, "A100, H100"),
+        ("unknown operation", dict(kind="conv"), ValueError, "'matmul (n x n x n)'"),
+        ("size below the slider", dict(n=3), ValueError, "[16, 32768]"),
+        ("size above the slider", dict(n=65536), ValueError, "[16, 32768]"),
+        ("fractional size", dict(n=1024.5), TypeError, "[16, 32768]"),
+    )
+
     def __init__(self, *, accelerator="H100", kind="matmul (n x n x n)", n=1024):
         # every argument checked before anything is built
         name = accelerator_name(accelerator)

@@ -53,6 +53,18 @@ class TopologyWidget(FigureWidget):
         The ring's messages routed over the network.
     """
 
+    #: the chapter's widget as the static-frame tests build it (its constructor's keywords)
+    EXAMPLE = dict(kind="torus2", size=4)
+    #: bad constructor arguments: (label, keywords, error type, text the one-line message must contain)
+    BAD_INPUTS = (
+        ("unknown topology", dict(kind="mesh"), ValueError, "'ring', 'torus2'"),
+        ("odd fat-tree radix", dict(kind="fat_tree", size=5), ValueError, "[2, 6] in steps of 2 for 'fat_tree'"),
+        ("ring of one host", dict(kind="ring", size=1), ValueError, "[3, 24] for 'ring'"),
+        ("negative torus side", dict(size=-4), ValueError, "[2, 8] for 'torus2'"),
+        ("size as a string", dict(size="4"), TypeError, "[2, 8] for 'torus2'"),
+        ("unknown ring order", dict(ring="random"), ValueError, "'topology-aware', 'host order'"),
+    )
+
     def __init__(self, kind: str = "torus2", size: int | None = None, *, ring: str = "topology-aware"):
         # every argument checked before anything is built; the size's range follows the kind
         kind = check_choice("kind", kind, list(KIND_SPECS))

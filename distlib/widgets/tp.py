@@ -24,19 +24,19 @@ Compute falls as ``1 / T``; the communication of each GPU grows towards
 under the compute; over one NIC per GPU it overtakes it by T = 8 for
 GPT-3's layer: that is why tensor parallelism stays inside a node.
 
+Both panels are drawn by :mod:`distlib.plots.tensor_parallel`.
+
 ``TensorParallelWidget().result`` is the current :class:`TensorParallelView`.
 """
 
 from __future__ import annotations
 
 import html
-import math
 
 import ipywidgets as w
-from matplotlib.lines import Line2D
 
 from .._check import check_bool, check_choice, check_int, check_int_choice, check_real
-from ..activations import RECOMPUTE_MODES, activation_bytes_per_layer
+from ..activations import RECOMPUTE_MODES
 from ..fmt import fmt_bytes, fmt_flops, fmt_rate, fmt_seconds
 from ..hardware import accelerator as _accelerator
 from ..planner.tensor_parallel import (  # noqa: F401 - chapter 11 calls the formulas through this module
@@ -50,6 +50,7 @@ from ..planner.tensor_parallel import (  # noqa: F401 - chapter 11 calls the for
     tp_comm_seconds,
     tp_view,
 )
+from ..plots.tensor_parallel import ActivationPicture, CommComputePicture
 from ..topology.graphs import NDR_NIC_BANDWIDTH
 from ._base import FigureImage, FigureWidget, StaticAxis, accelerator_name, control_layout, label_style
 
@@ -60,34 +61,6 @@ __all__ = ["TensorParallelWidget", "TensorParallelView", "TP_DEGREES", "PLACEMEN
 TP_DEGREES = [1, 2, 4, 8, 16]
 PLACEMENT_LABELS = {"nvlink": "inside a node (NVLink)", "nic": "across nodes (NIC)"}
 RECOMPUTE_LABELS = {"none": "none", "selective": "selective", "full": "full"}
-RECOMPUTE_COLORS = {"none": "#D55E00", "selective": "#0072B2", "full": "#009E73"}
-PLACEMENT_COLORS = {"nvlink": "#0072B2", "nic": "#D55E00"}
-_COMPUTE = "#222222"
-
-
-def _log_limits(lo: float, hi: float, *, headroom: float) -> tuple:
-    """A log axis from ``lo`` whose top leaves the fraction ``headroom`` of its height above ``hi`` (a legend's room,
-    the same on every layer shape).
-
-    >>> _log_limits(1.0, 100.0, headroom=0.5)
-    (1.0, 10000.0)
-    """
-    a, b = math.log10(lo), math.log10(hi)
-    return lo, 10 ** ((b - headroom * a) / (1 - headroom))
-
-
-def _t_axes(ax, lo: float, hi: float, *, headroom: float, fmt) -> None:
-    """Log axes over every T: x the degrees, y from ``lo`` to ``hi`` plus ``headroom``, a tick per decade (``fmt``)."""
-    ax.set_xscale("log", base=2)
-    ax.set_yscale("log")
-    ax.set_xlim(0.8, TP_DEGREES[-1] * 1.25)
-    ax.set_ylim(*_log_limits(lo, hi, headroom=headroom))
-    ax.set_xticks(TP_DEGREES, [str(t) for t in TP_DEGREES])
-    ax.minorticks_off()
-    y0, y1 = ax.get_ylim()
-    decades = [10.0**k for k in range(math.ceil(math.log10(y0)), math.floor(math.log10(y1)) + 1)]
-    ax.set_yticks(decades, [fmt(y) for y in decades])
-    ax.set_xlabel("tensor-parallel T")
 
 
 class TensorParallelWidget(FigureWidget):
@@ -116,6 +89,15 @@ class TensorParallelWidget(FigureWidget):
     result : TensorParallelView
         The numbers the picture and the text show now.
     """
+
+    #: the chapter's widget as the static-frame tests build it (its constructor's keywords)
+    EXAMPLE = dict(tp=8)
+    #: bad constructor arguments: (label, keywords, error type, text the one-line message must contain)
+    BAD_INPUTS = (
+        ("three tensor-parallel ranks", dict(tp=3), ValueError, "1, 2, 4, 8, 16"),
+        ("unknown recomputation", dict(recompute="some"), ValueError, "'none', 'selective', 'full'"),
+        ("unknown placement", dict(placement="pcie"), ValueError, "'nvlink', 'nic'"),
+    )
 
     def __init__(self, *, tp=8, sequence_parallel=False, recompute="none", placement="nvlink",
                  hidden=GPT3_LAYER["hidden"], heads=GPT3_LAYER["heads"], seq=GPT3_LAYER["seq"],
@@ -149,9 +131,7 @@ class TensorParallelWidget(FigureWidget):
         self.fig.ax = self.mem_ax
         self._draw_axes(self.fig.narrow)
         figure.tight_layout(pad=0.6, h_pad=1.2)
-        self.fig.set_animated([*self.mem_lines.values(), self.mem_marker, self.mem_text,
-                               *self.comm_lines.values(), self.compute_line, self.comm_marker, self.compute_marker,
-                               self.comm_text, self.compute_text])
+        self.fig.set_animated(self.memory.dynamic_artists + self.times.dynamic_artists)
         self.summary = w.HTML()
         self.result: TensorParallelView | None = None
         self._finish()
@@ -163,58 +143,14 @@ class TensorParallelWidget(FigureWidget):
 
     # ---- the fixed parts of the picture -------------------------------------
     def _draw_axes(self, narrow: bool) -> None:
-
-        shape = (self.seq, self.micro_batch, self.hidden, self.heads)
-        views = {(t, sp, m): self._view(t, sp, m, "nvlink")
-                 for t in TP_DEGREES for sp in (False, True) for m in RECOMPUTE_MODES}
+        grid = {(t, sp, m): self._view(t, sp, m, "nvlink")
+                for t in TP_DEGREES for sp in (False, True) for m in RECOMPUTE_MODES}
         spec = _accelerator(self.accelerator)
-
-        ax = self.mem_ax
-        acts = [v.activation_bytes for v in views.values()]
-        # room under the lowest curve for its label, and over the highest for the legend
-        _t_axes(ax, min(acts) / 3.5, max(acts), headroom=0.33, fmt=fmt_bytes)
-        ax.set_ylabel("per layer, per GPU" if narrow else "kept per layer, per GPU")
-        ax.set_title("activation memory per layer", fontsize=11)
-        self.mem_lines = {}
-        for m in RECOMPUTE_MODES:
-            for sp in (False, True):
-                ys = [activation_bytes_per_layer(*shape, tp=t, sequence_parallel=sp, recompute=m) for t in TP_DEGREES]
-                (self.mem_lines[m, sp],) = ax.plot(TP_DEGREES, ys, color=RECOMPUTE_COLORS[m], linewidth=1.2,
-                                                   linestyle="-" if sp else "--")
-        (self.mem_marker,) = ax.plot([], [], "o", markersize=8, markeredgecolor="black")
-        self.mem_text = ax.text(0, 0, "", fontsize=11, ha="left", va="bottom",
-                                bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.85, "pad": 1})
-        handles = [Line2D([], [], color=RECOMPUTE_COLORS[m], linewidth=2, label=m if narrow else f"recompute {m}")
-                   for m in RECOMPUTE_MODES]
-        handles += [Line2D([], [], color="#555555", linestyle="--", linewidth=1.2, label="SP off"),
-                    Line2D([], [], color="#555555", linestyle="-", linewidth=1.2, label="SP on")]
-        ax.legend(handles=handles, fontsize=11, ncol=2, loc="upper right", frameon=False,
-                  title="recomputation" if narrow else None, title_fontsize=11,
-                  handlelength=1.6, columnspacing=0.8, handletextpad=0.4, borderaxespad=0.2)
-
-        cx = self.time_ax
-        times = [v.compute_seconds for v in views.values()]
-        times += [v.comm[p] for v in views.values() for p in PLACEMENTS if v.tp > 1]
-        _t_axes(cx, min(times) / 2.5, max(times), headroom=0.36, fmt=fmt_seconds)
-        cx.set_ylabel("per layer" if narrow else "per layer, per micro batch")
-        cx.set_title("TP comm against compute" if narrow else "TP communication against compute", fontsize=11)
+        self.memory = ActivationPicture(self.mem_ax, grid, TP_DEGREES, narrow=narrow)
         link = spec.link_name.split()[0] if spec.link_name else "scale-up link"
-        self.comm_lines = {p: cx.plot([], [], color=PLACEMENT_COLORS[p], linewidth=1.2)[0] for p in PLACEMENTS}
-        (self.compute_line,) = cx.plot([], [], color=_COMPUTE, linewidth=2.4)
-        (self.comm_marker,) = cx.plot([], [], "o", markersize=8, markeredgecolor="black")
-        (self.compute_marker,) = cx.plot([], [], "o", markersize=8, color=_COMPUTE, markeredgecolor="black")
-        box = {"facecolor": "white", "edgecolor": "none", "alpha": 0.85, "pad": 1}
-        self.comm_text = cx.text(0, 0, "", fontsize=11, ha="left", va="center", bbox=box)
-        self.compute_text = cx.text(0, 0, "", fontsize=11, ha="left", va="center", bbox=box)
-        eff = f"{self.matmul_efficiency:.0%}"
-        # short, so that the legend stays clear of the labels at T = 1 (the title says it is communication)
-        handles = [Line2D([], [], color=_COMPUTE, linewidth=2.4, label=f"compute, {eff} of peak"),
-                   Line2D([], [], color=PLACEMENT_COLORS["nvlink"], linewidth=2,
-                          label=f"{link}, {fmt_rate(spec.link_bandwidth)}"),
-                   Line2D([], [], color=PLACEMENT_COLORS["nic"], linewidth=2,
-                          label=f"NIC, {fmt_rate(NDR_NIC_BANDWIDTH)}")]
-        cx.legend(handles=handles, fontsize=11, loc="upper right", frameon=False, handlelength=1.6,
-                  handletextpad=0.4, borderaxespad=0.2)
+        self.times = CommComputePicture(self.time_ax, grid, TP_DEGREES, link=link, link_bandwidth=spec.link_bandwidth,
+                                        nic_bandwidth=NDR_NIC_BANDWIDTH, efficiency=self.matmul_efficiency,
+                                        narrow=narrow)
         self.fig.enforce_min_font()
 
     def static_axes(self):
@@ -229,66 +165,9 @@ class TensorParallelWidget(FigureWidget):
                           self.placement_buttons.value)
 
     def draw(self, r: TensorParallelView) -> None:
-        for (m, sp), line in self.mem_lines.items():
-            chosen = m == r.recompute and sp == r.sequence_parallel
-            line.set_linewidth(3.4 if chosen else 1.2)
-            line.set_alpha(1.0 if chosen else 0.5)
-            line.set_zorder(3 if chosen else 2)
-        t = r.tp
-        self.mem_marker.set_data([t], [r.activation_bytes])
-        self.mem_marker.set_color(RECOMPUTE_COLORS[r.recompute])
-        self.mem_marker.set_markeredgecolor("black")
-        self.mem_text.set_text(fmt_bytes(r.activation_bytes))
-        right = t <= 4
-        # under the dot (the curves fall to the right: over it is the curve), room left for it at the bottom
-        self.mem_text.set_position((t * (1.2 if right else 1 / 1.2), r.activation_bytes / 1.35))
-        self.mem_text.set_ha("left" if right else "right")
-        self.mem_text.set_va("top")
-
-        views = {d: self._view(d, r.sequence_parallel, r.recompute, r.placement) for d in TP_DEGREES}
-        self.compute_line.set_data(TP_DEGREES, [views[d].compute_seconds for d in TP_DEGREES])
-        many = TP_DEGREES[1:]
-        for p, line in self.comm_lines.items():
-            line.set_data(many, [views[d].comm[p] for d in many])
-            chosen = p == r.placement
-            line.set_linewidth(3.0 if chosen else 1.2)
-            line.set_alpha(1.0 if chosen else 0.55)
-            line.set_zorder(3 if chosen else 2)
-        self.compute_marker.set_data([t], [r.compute_seconds])
-        self.compute_text.set_text(f"compute {fmt_seconds(r.compute_seconds)}")
-        comm = r.comm_seconds
-        if t == 1:
-            self.comm_marker.set_data([], [])
-            self.comm_text.set_text("T = 1: no TP traffic")
-        else:
-            self.comm_marker.set_data([t], [comm])
-            self.comm_marker.set_color(PLACEMENT_COLORS[r.placement])
-            self.comm_marker.set_markeredgecolor("black")
-            self.comm_text.set_text(f"comm {fmt_seconds(comm)}")
-        self.comm_text.set_color(PLACEMENT_COLORS[r.placement])
-        # the labels beside their dots on the side with room (the curves fall or rise away from it):
-        # compute above its dot on the right of it, below on the left; comm the other way; never overlapping
-        right = t <= 4
-        x = t * (1.25 if right else 1 / 1.2)
-        ha = "left" if right else "right"
-        if self.fig.narrow and t == 4:  # a phone has no room beside the dot in the middle: over or under it
-            x, ha = t, "center"
-        k = 1.6  # a label's centre this factor from its dot (half a text line on the log axis, and the dot)
-        # (at T = 1 beside the dot, just above the falling line: above it is the legend's)
-        y_comp = r.compute_seconds * (1.2 if t == 1 else k if right else 1 / k)
-        if t == 1:  # the note between the two comm curves, clear of both
-            y_comm = (views[4].comm["nvlink"] * views[4].comm["nic"]) ** 0.5
-        else:
-            y_comm = comm * (1 / k if right else k)
-        gap = 1.9  # the two labels' centres at least this factor apart
-        crossed = (y_comp >= y_comm) != (r.compute_seconds >= comm)  # the higher dot's label must stay above
-        if t > 1 and (crossed or max(y_comp, y_comm) / min(y_comp, y_comm) < gap):
-            mid = (r.compute_seconds * comm) ** 0.5
-            hi, lo = mid * gap**0.5, mid / gap**0.5
-            y_comp, y_comm = (hi, lo) if r.compute_seconds >= comm else (lo, hi)
-        for text, y in ((self.compute_text, y_comp), (self.comm_text, y_comm)):
-            text.set_position((x, y))
-            text.set_ha(ha)
+        self.memory.update(r)
+        row = {d: self._view(d, r.sequence_parallel, r.recompute, r.placement) for d in TP_DEGREES}
+        self.times.update(r, row)
         self.fig.render()
 
     def describe(self, r: TensorParallelView) -> None:

@@ -40,6 +40,22 @@ class WallsWidget(FigureWidget):
         The input widgets, in display order.
     """
 
+    #: the chapter's widget as the static-frame tests build it (its constructor's keywords)
+    EXAMPLE = dict(params=7e9, chips=8, stage=0)
+    #: bad constructor arguments: (label, keywords, error type, text the one-line message must contain)
+    BAD_INPUTS = (
+        ("no parameters", dict(params=0), ValueError, "[1e+08, 1.99526e+12]"),
+        ("more tokens than the slider", dict(tokens=1e15), ValueError, "[1e+09, 1.99526e+13]"),
+        ("unknown recipe", dict(recipe="fp8"), ValueError, "'bf16_adam', 'mixed_precision_adam'"),
+        ("accelerator not in the table (walls)", dict(accelerator="V100"), ValueError, "known: A100, H100"),
+        ("NaN MFU", dict(mfu=float("nan")), ValueError, "[0.05, 1]"),
+        ("negative MFU", dict(mfu=-0.1), ValueError, "[0.05, 1]"),
+        ("three chips", dict(chips=3), ValueError, "1, 2, 4, 8"),
+        ("no chips", dict(chips=0), ValueError, "1, 2, 4, 8"),
+        ("ZeRO stage 4", dict(stage=4), ValueError, "[0, 3]"),
+        ("bool for the ZeRO stage", dict(stage=True), TypeError, "[0, 3]"),
+    )
+
     def __init__(self, *, params=7e9, tokens=1e12, recipe="mixed_precision_adam", accelerator="H100",
                  mfu=0.4, chips=8, stage=0):
         # every argument checked against its control's range before anything is built

@@ -8,7 +8,7 @@ what each GPU sends per step under each stage
 (:func:`distlib.gradient_comm_bytes_per_gpu`), in copies of the bf16
 gradient, so that DDP's all-reduce reads as 2 (p - 1) / p and ZeRO-3 as
 3 (p - 1) / p; each bar is labelled with its bytes and their time through one
-NIC per GPU with nothing hidden.
+NIC per GPU with nothing hidden. Both are drawn by :mod:`distlib.plots.zero`.
 
 ``ZeroWidget().result`` is the current :class:`ZeroView`.
 """
@@ -19,8 +19,6 @@ import html
 from dataclasses import dataclass
 
 import ipywidgets as w
-from matplotlib.lines import Line2D
-from matplotlib.patches import Rectangle
 
 from .._check import check_int_choice, check_real_in
 from ..fmt import fmt_bytes, fmt_count, fmt_seconds
@@ -28,6 +26,7 @@ from ..hardware import accelerator as _accelerator
 from ..topology.graphs import NDR_NIC_BANDWIDTH
 from ..walls import ZERO_STAGES, gradient_comm_bytes_per_gpu, min_gpus_to_fit, model_state_bytes, \
     zero_state_bytes_per_gpu
+from ..plots.zero import ZeroCommBars, ZeroMemoryPicture, stage_name
 from ._base import (CONTINUOUS_UPDATE, FigureImage, FigureWidget, StaticAxis, accelerator_name, control_layout,
                     label_style, log_slider)
 
@@ -38,16 +37,7 @@ GPU_COUNTS = [2**i for i in range(11)]
 #: The recipe of chapter 10's prose: bf16 weights and gradients, fp32 Adam moments and master weights.
 RECIPE = "mixed_precision_adam"
 PARAMS_LOG10 = (9.0, 12.0)  # one billion to one trillion parameters
-#: The memory axis: 30 TB at the top holds 1T parameters on one GPU; the three decades under 1B
-#: parameters on 1024 GPUs under ZeRO-3 (16 MB) are the legend's.
-MEMORY_RANGE = (1e4, 3e13)
-STAGE_COLORS = {0: "#555555", 1: "#0072B2", 2: "#E69F00", 3: "#009E73"}
 _OVER = "#D55E00"
-
-
-def stage_name(stage: int) -> str:
-    """``"DDP"`` for stage 0, else ``"ZeRO-s"``."""
-    return "DDP" if stage == 0 else f"ZeRO-{stage}"
 
 
 @dataclass(frozen=True)
@@ -75,6 +65,15 @@ class ZeroView:
         """The time of stage ``stage``'s bytes through one NIC per GPU, nothing overlapped."""
         return self.sent[stage] / self.nic_bandwidth
 
+    def held_at(self, gpus: int, stage: int) -> float:
+        """Model state per GPU, bytes, of these parameters on ``gpus`` GPUs under stage ``stage``."""
+        return zero_state_bytes_per_gpu(self.params, recipe=RECIPE, dp=gpus, stage=stage).total
+
+    @property
+    def gradient_bytes(self) -> float:
+        """One bf16 gradient of the model, bytes: the unit the communication is drawn in."""
+        return model_state_bytes(self.params, recipe=RECIPE).grads
+
 
 def zero_view(params, gpus, stage, accelerator="H100") -> ZeroView:
     """The numbers behind one frame: chapter 2's formulas, the hardware table's memory."""
@@ -95,6 +94,17 @@ class ZeroWidget(FigureWidget):
         The numbers the picture and the text show now.
     """
 
+    #: the chapter's widget as the static-frame tests build it (its constructor's keywords)
+    EXAMPLE = dict(params=70e9, gpus=8, stage=0)
+    #: bad constructor arguments: (label, keywords, error type, text the one-line message must contain)
+    BAD_INPUTS = (
+        ("model too small for the slider (zero)", dict(params=1e6), ValueError, "[1e+09, 1e+12]"),
+        ("NaN parameters (zero)", dict(params=float("nan")), ValueError, "[1e+09, 1e+12]"),
+        ("three GPUs (zero)", dict(gpus=3), ValueError, "1, 2, 4, 8"),
+        ("ZeRO stage 5 (zero)", dict(stage=5), ValueError, "0, 1, 2, 3"),
+        ("accelerator not in the table (zero)", dict(accelerator="V100"), ValueError, "known: A100, H100"),
+    )
+
     def __init__(self, *, params=70e9, gpus=64, stage=3, accelerator="H100"):
         lo, hi = PARAMS_LOG10
         params = check_real_in("params", params, 10**lo, 10**hi)
@@ -113,57 +123,20 @@ class ZeroWidget(FigureWidget):
         self.controls = [self.params_slider, self.gpus_dropdown, self.stage_buttons]
 
         self.fig = FigureImage(width=460, height=600, phone_height=640)
-        narrow = self.fig.narrow
         figure = self.fig.figure
         figure.delaxes(self.fig.ax)
         self.mem_ax, self.comm_ax = figure.subplots(2, 1, gridspec_kw={"height_ratios": [1.5, 1]})
         self.fig.ax = self.mem_ax
-        self._draw_axes(narrow)
+        spec = _accelerator(self.accelerator)
+        self.memory = ZeroMemoryPicture(self.mem_ax, GPU_COUNTS, accelerator=spec.name, hbm_bytes=spec.hbm_bytes,
+                                        narrow=self.fig.narrow)
+        self.sending = ZeroCommBars(self.comm_ax)
+        self.fig.enforce_min_font()
         figure.tight_layout(pad=0.6, h_pad=1.4)
-        self.fig.set_animated([*self.lines.values(), self.marker, self.marker_text, *self.bars.values(),
-                               *self.bar_texts.values()])
+        self.fig.set_animated(self.memory.dynamic_artists + self.sending.dynamic_artists)
         self.summary = w.HTML()
         self.result: ZeroView | None = None
         self._finish()
-
-    # ---- the fixed parts of the picture -------------------------------------
-    def _draw_axes(self, narrow: bool) -> None:
-        ax = self.mem_ax
-        ax.set_xscale("log", base=2)
-        ax.set_yscale("log")
-        ax.set_xlim(0.8, GPU_COUNTS[-1] * 1.25)
-        ax.set_ylim(*MEMORY_RANGE)
-        ticks = GPU_COUNTS[::2]  # every power of two ran 512 into 1024 at the desktop size
-        ax.set_xticks(ticks, [str(p) for p in ticks])
-        ax.minorticks_off()
-        yticks = [1e4, 1e6, 1e8, 1e10, 1e12] if narrow else [10.0**k for k in range(4, 14)]
-        ax.set_yticks(yticks, [fmt_bytes(y) for y in yticks])
-        ax.set_xlabel("data-parallel GPUs p")
-        ax.set_ylabel("model state per GPU")
-        spec = _accelerator(self.accelerator)
-        ax.axhline(spec.hbm_bytes, color="black", linestyle="--", linewidth=1)
-        ax.set_title("memory: model state per GPU", fontsize=11)
-        self.lines = {s: ax.plot([], [], color=STAGE_COLORS[s], linewidth=1.2, label=stage_name(s))[0]
-                      for s in ZERO_STAGES}
-        (self.marker,) = ax.plot([], [], "o", markersize=8, markeredgecolor="black")
-        self.marker_text = ax.text(0, 0, "", fontsize=11, ha="left", va="bottom",
-                                   bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.8, "pad": 1})
-        handles = [Line2D([], [], color=STAGE_COLORS[s], linewidth=2, label=stage_name(s)) for s in ZERO_STAGES]
-        handles.append(Line2D([], [], color="black", linestyle="--", linewidth=1,
-                              label=f"{spec.name}: {fmt_bytes(spec.hbm_bytes)}"))
-        ax.legend(handles=handles, fontsize=11, ncol=1 if narrow else 2, loc="lower left", frameon=False)
-
-        cx = self.comm_ax
-        # one bar per stage, its name and numbers written above it (room for them on a phone too)
-        cx.set_xlim(0, 3.15)
-        cx.set_ylim(len(ZERO_STAGES) - 0.1, -0.75)
-        cx.set_yticks([])
-        cx.set_xticks([0, 1, 2, 3], ["0", "1", "2", "3"])
-        cx.set_xlabel("sent per step, in bf16 gradients")
-        cx.set_title("communication: sent per GPU", fontsize=11)
-        self.bars = {s: cx.add_patch(Rectangle((0, s), 0, 0.32, color=STAGE_COLORS[s])) for s in ZERO_STAGES}
-        self.bar_texts = {s: cx.text(0.02, s - 0.08, "", fontsize=11, va="bottom", ha="left") for s in ZERO_STAGES}
-        self.fig.enforce_min_font()
 
     def static_axes(self):
         # the sizes the prose names (7B, 70B, 175B, 1T), GPU counts a factor of 8 apart, every stage
@@ -176,34 +149,8 @@ class ZeroWidget(FigureWidget):
                          self.accelerator)
 
     def draw(self, r: ZeroView) -> None:
-        for s, line in self.lines.items():
-            line.set_data(GPU_COUNTS, [zero_state_bytes_per_gpu(r.params, recipe=RECIPE, dp=p, stage=s).total
-                                       for p in GPU_COUNTS])
-            chosen = s == r.stage
-            line.set_linewidth(3.2 if chosen else 1.2)
-            line.set_alpha(1.0 if chosen else 0.55)
-            line.set_zorder(3 if chosen else 2)
-        held = r.held[r.stage].total
-        self.marker.set_data([r.gpus], [held])
-        self.marker.set_color(STAGE_COLORS[r.stage] if r.fits else _OVER)
-        self.marker.set_markeredgecolor("black")
-        self.marker_text.set_text(fmt_bytes(held))
-        # right of the dot, or left of it near the right edge
-        # right of the dot, or left of it near the right edge; under it near the top
-        right = r.gpus <= 64
-        self.marker_text.set_position((r.gpus * (1.25 if right else 0.8), held * (1.3 if held < 1e12 else 1 / 1.6)))
-        self.marker_text.set_ha("left" if right else "right")
-        self.marker_text.set_va("bottom" if held < 1e12 else "top")
-        self.marker_text.set_color("black" if r.fits else _OVER)
-        unit = model_state_bytes(r.params, recipe=RECIPE).grads  # one bf16 gradient
-        for s in ZERO_STAGES:
-            copies = r.sent[s] / unit
-            self.bars[s].set_width(copies)
-            self.bars[s].set_alpha(1.0 if s == r.stage else 0.45)
-            words = (f"{stage_name(s)}: nothing" if r.sent[s] == 0
-                     else f"{stage_name(s)}: {fmt_bytes(r.sent[s])}, {fmt_seconds(r.seconds(s))}")
-            self.bar_texts[s].set_text(words)
-            self.bar_texts[s].set_fontweight("bold" if s == r.stage else "normal")
+        self.memory.update(r)
+        self.sending.update(r)
         self.fig.render()
 
     def describe(self, r: ZeroView) -> None:

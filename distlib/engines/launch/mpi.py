@@ -152,7 +152,7 @@ def run_mpi(target, n: int, *, args=(), timeout: float = 60.0, env=None, check: 
 def _mpi_plan(target, n, args, timeout, env, cluster, stall, behind) -> _Plan:
     """One ``mpiexec`` (in a loopback-only namespace here, or on the first node of ``cluster``)."""
     mpiexec = find_mpiexec()
-    run_id, workdir, watchdog = _new_run("mpi", stall, behind)
+    run_id, workdir, watchdog = _new_run("mpi", stall, behind, n)
     full_env = _base_env(run_id, env)
     full_env["MPIEXEC_TIMEOUT"] = str(max(1, math.ceil(timeout)))
     prefix, where, network = _mpi_placement(n, cluster, full_env)

@@ -148,11 +148,12 @@ def _execute(plan: _Plan, *, check: bool) -> RunResult:
     return result
 
 
-def _new_run(kind: str, stall, behind) -> tuple:
-    """``(run id, work folder, watchdog or None)`` for a new run; the folder's name carries this process's pid, so
-    a later run can sweep it if this launcher dies without cleaning up."""
+def _new_run(kind: str, stall, behind, ranks: int) -> tuple:
+    """``(run id, work folder, watchdog or None)`` for a new run of ``ranks`` ranks; the folder's name carries this
+    process's pid, so a later run can sweep it if this launcher dies without cleaning up."""
     workdir = Path(tempfile.mkdtemp(prefix=f"distlib-{kind}-{os.getpid()}-"))
-    watchdog = Watchdog(workdir / "progress", stall=stall, behind=behind) if stall is not None else None
+    watchdog = (Watchdog(workdir / "progress", stall=stall, behind=behind, ranks=ranks) if stall is not None
+                else None)  # fmt: skip
     return uuid.uuid4().hex, workdir, watchdog
 
 

@@ -102,7 +102,7 @@ def run_torch(
 def _torch_plan(target, n, backend, args, timeout, collective_timeout, env, echo, cluster, stall, behind) -> _Plan:
     """One process per rank, here or on its node of ``cluster``, meeting through a ``file://`` rendezvous."""
     per_node = _ranks_per_node(n, cluster) if cluster is not None else n
-    run_id, workdir, watchdog = _new_run("torch", stall, behind)
+    run_id, workdir, watchdog = _new_run("torch", stall, behind, n)
     iface = "lo" if cluster is None else cluster.nodes[0].iface
     base = _base_env(run_id, None)
     base.update(
@@ -250,7 +250,7 @@ def run_torchrun(module: str, n: int, *, args=(), timeout: float = 120.0, env=No
 def _torchrun_plan(module, n, args, timeout, env, cluster, prefix, stall, behind) -> _Plan:
     """One ``torchrun`` agent per node (``--standalone`` in a loopback-only namespace here)."""
     per_node, n_nodes = (n, 1) if cluster is None else (_ranks_per_node(n, cluster), cluster.n_nodes)
-    run_id, workdir, watchdog = _new_run("torchrun", stall, behind)
+    run_id, workdir, watchdog = _new_run("torchrun", stall, behind, n)
     iface = "lo" if cluster is None else cluster.nodes[0].iface
     full_env = _base_env(run_id, None)
     full_env.update({"GLOO_SOCKET_IFNAME": iface, "NCCL_SOCKET_IFNAME": iface, "DISTLIB_TIMEOUT": repr(max(1.0, timeout / 2)),
