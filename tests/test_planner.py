@@ -225,6 +225,13 @@ def test_every_published_row_names_a_source_and_holds_a_layout_of_its_cluster():
             assert r.layout.microbatches * r.micro_batch * r.layout.dp == r.global_batch, r.id
 
 
+def test_a_context_parallel_row_names_its_method():
+    """Llama 3 gathers the keys and values over its CP ranks (section 3.3.2), the planner's CP method too."""
+    cp_rows = [r for r in dl.published_layouts() if r.layout.cp > 1]
+    assert [r.id for r in cp_rows] == ["llama3_405b_128k_16384"]
+    assert cp_rows[0].layout.cp_kind == "allgather" == published_step(cp_rows[0]).layout.cp_kind
+
+
 def test_megatron_table2_ptd_rows_run_the_papers_t8():
     """Narayanan et al. 2021 use t = 8 for large enough models (section 4.1): t*p = 96 is T8 x P12, 280 is T8 x P35."""
     for r in dl.published_layouts():

@@ -1,8 +1,8 @@
 """Published training layouts and the utilization their papers print (``data/published_layouts.csv``).
 
 Each row is one run: the model's shape, the cluster (accelerator, nodes, the
-node's scale-out rate), the layout (``dp``, ``tp``, ``pp``, ``cp``, ZeRO stage,
-sequence parallelism, schedule and chunks, held as one
+node's scale-out rate), the layout (``dp``, ``tp``, ``pp``, ``cp`` and its kind,
+ZeRO stage, sequence parallelism, schedule and chunks, held as one
 :class:`~distlib.layout.Layout`), how each GPU ran it (recomputation,
 microbatch, attention kernel, the recipe of bytes a parameter keeps, and
 whether the first and last stages hold a layer fewer) and the printed figure,
@@ -34,7 +34,7 @@ _INTS = ("layers", "hidden", "heads", "seq", "vocab", "ffn_hidden", "kv_heads", 
          "tp", "pp", "cp", "zero", "chunks", "micro_batch")
 _BOOLS = ("gated_ffn", "biases", "tied_embeddings", "learned_positions", "sequence_parallel", "lighter_ends")
 #: The CSV's columns that make up a row's :class:`~distlib.layout.Layout`.
-LAYOUT_COLUMNS = ("dp", "tp", "pp", "cp", "zero", "sequence_parallel", "schedule", "chunks")
+LAYOUT_COLUMNS = ("dp", "tp", "pp", "cp", "cp_kind", "zero", "sequence_parallel", "schedule", "chunks")
 
 
 @dataclass(frozen=True)
@@ -95,6 +95,8 @@ def _value(name: str, text: str):
 def _row(values: dict) -> PublishedLayout:
     """A CSV row's values as a :class:`PublishedLayout`: the layout columns become its :class:`Layout`."""
     degrees = {k: values.pop(k) for k in LAYOUT_COLUMNS}
+    if degrees["cp_kind"] is None:  # printed only where cp > 1 (Llama 3's all-gather); else the Layout's default
+        del degrees["cp_kind"]
     b = values["micro_batch"]
     microbatches = values["global_batch"] // (degrees["dp"] * b) if b else None
     return PublishedLayout(layout=Layout(**degrees, microbatches=microbatches), **values)
