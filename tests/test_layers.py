@@ -535,3 +535,42 @@ def test_only_the_main_block_is_left_out_of_the_import_graph():
     # the mini cluster's command line is wired there, and nowhere else imports it from the mini cluster
     assert "distlib.minicluster.cli" not in import_graph()["distlib.minicluster"]
     assert "distlib.minicluster" in import_graph()["distlib.minicluster.cli"]
+
+
+# --------------------------------------------------------------------------
+# One naming rule for test files (CONTRIBUTING.md, "Tests")
+# --------------------------------------------------------------------------
+
+#: Tests of the book itself or of a rule across modules, named after what they check (a module's tests are named
+#: after the module instead): the build and its pages, reader copies, slides, kit and installs; the layers and
+#: the package; the faults a person at the keyboard meets; the chapters' examples and peers run end to end.
+BOOK_TESTS = {
+    "bench_train",  # benchmarks/bench_train.py's smallest run
+    "bibliography", "book", "browser", "bundle", "colab", "compare_builds", "examples_ch06_07", "faults_cli",
+    "find_mpiexec", "gpu_check", "instructor_guide", "jupyterlab_first_run", "layers", "notebooks_meta",
+    "packaging", "pictures", "pictures_anywhere", "pipelining_peer", "publish", "pythons", "reader_jupyterlab",
+    "reader_notebooks", "setup_cell", "slides", "slurm", "stored_outputs", "workshop",
+    "engines_safety",  # every launcher ending a run whose rank fails, hangs or leaves
+    "engines_torch",  # the book's collectives over torch.distributed against its built-ins
+    "train_torch",  # the trainer on gloo, its torch twin, and the peers FSDP2 and DTensor
+    "widget_inputs", "widgets_static",  # every widget's bad inputs and static frames (the widgets found by class)
+    "widgets_topology_collectives", "widgets_walls_roofline",  # two chapters' widgets each
+}
+
+
+def _module_names() -> set:
+    """Each module's test name: its path below distlib/ with ``/`` as ``_``, a private one without its ``_``."""
+    out = set()
+    for module in MODULES:
+        parts = [p.lstrip("_") for p in module.split(".")[1:]]
+        if parts:
+            out.add("_".join(parts))
+    return out
+
+
+def test_every_test_file_is_named_after_its_module_or_what_it_checks():
+    names = {p.stem[len("test_"):] for p in (ROOT / "tests").glob("test_*.py")}
+    stray = sorted(names - _module_names() - BOOK_TESTS)
+    assert not stray, (f"tests/test_{{{','.join(stray)}}}.py: name a module's tests after the module (its path below "
+                       "distlib/ with / as _), or add a test of the book to BOOK_TESTS")
+    assert not (BOOK_TESTS - names), f"BOOK_TESTS names files that are gone: {sorted(BOOK_TESTS - names)}"
