@@ -6,7 +6,9 @@ Run: ``python benchmarks/bench_cluster_model.py``. Prints, for each row of
 :func:`distlib.predict` says (and which algorithm/protocol NCCL would pick),
 the signed error, and whether the row was used to fit the model ("fit") or
 held out ("heldout"). The footer gives the median and worst absolute error
-over the held-out rows; the issue's target is median <= 10 %, worst <= 30 %.
+over the held-out rows (the issue's target: median <= 10 %, worst <= 30 %),
+and the worst over the rows that ran with in-network reduction, NVLS or SHARP
+(issue 35: within 15 %, as the ring and tree rows are).
 """
 
 from __future__ import annotations
@@ -48,6 +50,9 @@ def main() -> int:
     print(f"# fit rows: {fit.size}, worst |error| {fit.max():.1%}")
     print(f"# held-out rows: {held.size}, median |error| {np.median(held):.1%}, worst {held.max():.1%} "
           f"(target: median <= 10%, worst <= 30%)")
+    innet = [(r.id, e) for r, *_, e in table if r.role == "heldout" and (r.nvls or r.sharp)]
+    rid, e = max(innet, key=lambda t: abs(t[1]))
+    print(f"# held-out rows with NVLS or SHARP: {len(innet)}, worst |error| {abs(e):.1%} ({rid}; target: 15%)")
     worst = max((t for t in table if t[0].role == "heldout"), key=lambda t: abs(t[-1]))
     print(f"# worst held-out row: {worst[0].id}: {worst[0].note}")
     return 0

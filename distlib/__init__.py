@@ -18,6 +18,10 @@ from .walls import (RECIPES, ADAM_UPDATE_FLOPS_PER_PARAM, FLOPS_PER_PARAM_TOKEN,
                     StateBytes, Walls, training_flops, model_state_bytes, zero_state_bytes_per_gpu, min_gpus_to_fit,
                     max_params_to_fit, training_time, gradient_bytes, gradient_comm_bytes_per_gpu, gradient_comm_time,
                     three_walls, optimizer_flops_share, round_to_bf16)
+# Part IV: where the walls meet (chapters 10 and 13)
+from .walls import (FP8_OVER_BF16, dense_peak, hsdp_state_bytes_per_gpu, hsdp_comm_bytes_per_gpu,
+                    accumulation_comm_bytes_per_gpu, accumulation_grad_bytes_per_gpu, fsdp_compute_bound_tokens,
+                    tp_compute_bound_hidden)
 
 # chapter 3: accelerators and the roofline
 from .hardware import Accelerator, accelerator, accelerators, accelerator_names
@@ -48,8 +52,10 @@ from .overlap import (Event, OverlapTimeline, overlap_timeline, overlap_speedup_
 from .overlap.measure import DDPComparison, compare_ddp, fit_allreduce, parse_json_line
 
 # Part IV: parallel training
-from .pipeline_schedule import PIPELINE_SCHEDULES, PipelineEvent, PipelineSchedule, pipeline_schedule
-from .activations import RECOMPUTE_MODES, activation_bytes_per_layer
+from .pipeline_schedule import (PIPELINE_SCHEDULES, SIMULATED_SCHEDULES, ClosedForm, PipelineEvent, PipelineSchedule,
+                                bubble_closed_forms, measured_stage_times, message_time_for_bubble, peak_held,
+                                pipeline_schedule)
+from .activations import RECOMPUTE_MODES, activation_bytes_per_layer, logits_bytes
 from .planner.model import Transformer, transformer
 from .planner import (LAYOUT_SCHEDULES, ATTENTION_KERNELS, BREAKDOWN_TERMS, MIN_CP_TOKENS, PlannerConstants,
                      planner_constants, LayoutStep, layout_step, plan_layouts)
@@ -96,6 +102,10 @@ CONTRACT = (
     "bucket_gradients", "ddp_step", "gradient_profile", "bucket_sweep", "DDP_FIRST_BUCKET_BYTES", "compare_ddp",
     "cg_iteration_time",
     "collectives",
+    # Part IV: what chapters 10 to 13 add (the threshold, HSDP, accumulation, logits, schedules, peaks)
+    "fsdp_compute_bound_tokens", "hsdp_state_bytes_per_gpu", "hsdp_comm_bytes_per_gpu",
+    "accumulation_comm_bytes_per_gpu", "accumulation_grad_bytes_per_gpu", "logits_bytes", "tp_compute_bound_hidden",
+    "measured_stage_times", "message_time_for_bubble", "bubble_closed_forms", "peak_held", "dense_peak",
     # chapter 14: context parallelism
     "online_softmax_attention", "softmax_attention", "softmax_attention_backward", "merge_partials",
     "ring_attention", "causal_pairs", "work_imbalance", "ring_work", "ring_schedule", "ring_timeline",
@@ -114,6 +124,9 @@ __all__ = [
     "StepTime", "cluster_step", "ring_allreduce_time", "balance_tokens",
     # walls
     "RECIPES", "ADAM_UPDATE_FLOPS_PER_PARAM", "FLOPS_PER_PARAM_TOKEN", "ZERO_STAGES", "ZeroStage", "zero_stage",
+    "FP8_OVER_BF16", "dense_peak", "hsdp_state_bytes_per_gpu", "hsdp_comm_bytes_per_gpu",
+    "accumulation_comm_bytes_per_gpu", "accumulation_grad_bytes_per_gpu", "fsdp_compute_bound_tokens",
+    "tp_compute_bound_hidden",
     "StateBytes", "Walls", "training_flops", "model_state_bytes", "zero_state_bytes_per_gpu", "min_gpus_to_fit",
     "max_params_to_fit", "training_time", "gradient_bytes", "gradient_comm_bytes_per_gpu", "gradient_comm_time",
     "three_walls", "optimizer_flops_share", "round_to_bf16",
@@ -141,9 +154,10 @@ __all__ = [
     "DDP_FIRST_BUCKET_BYTES",
     "DDPComparison", "compare_ddp", "fit_allreduce", "parse_json_line",
     # pipeline_schedule
-    "PIPELINE_SCHEDULES", "PipelineEvent", "PipelineSchedule", "pipeline_schedule",
+    "PIPELINE_SCHEDULES", "PipelineEvent", "PipelineSchedule", "pipeline_schedule", "peak_held", "SIMULATED_SCHEDULES",
+    "ClosedForm", "bubble_closed_forms", "measured_stage_times", "message_time_for_bubble",
     # activations
-    "RECOMPUTE_MODES", "activation_bytes_per_layer",
+    "RECOMPUTE_MODES", "activation_bytes_per_layer", "logits_bytes",
     # transformer_model, layout, layout_published
     "Transformer", "transformer", "LAYOUT_SCHEDULES", "ATTENTION_KERNELS", "BREAKDOWN_TERMS", "MIN_CP_TOKENS",
     "PlannerConstants", "planner_constants", "LayoutStep", "layout_step", "plan_layouts", "PublishedLayout", "published_layouts",

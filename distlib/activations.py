@@ -40,9 +40,9 @@ the up projection's outputs and their product. Llama 3 405B's layer
 
 from __future__ import annotations
 
-from ._check import check_bool, check_choice, check_int
+from ._check import check_bool, check_choice, check_int, check_real
 
-__all__ = ["RECOMPUTE_MODES", "activation_bytes_per_layer"]
+__all__ = ["RECOMPUTE_MODES", "activation_bytes_per_layer", "logits_bytes"]
 
 #: What a layer recomputes in its backward pass instead of keeping: nothing, the attention core, all of it.
 RECOMPUTE_MODES = ("none", "selective", "full")
@@ -134,3 +134,43 @@ def activation_bytes_per_layer(seq, micro_batch, hidden, heads, *, tp=1, sequenc
         cut = 4 + 4 * kv_a / a + (6 if gated else 4) * f / h  # 24 for the paper's layer (kv = h, f = 4h)
         per_element = 10 / split + cut / t + attention
     return float(s * b * h) * per_element
+
+
+def logits_bytes(seq, micro_batch, vocab, *, tp=1, vocab_parallel=True, bytes_per_value=4) -> float:
+    """Bytes of the output layer's logits one GPU holds for a microbatch's loss: ``4 s b V / t``.
+
+    The logits, one value per token and vocabulary entry, are turned into the
+    loss in fp32 (4 bytes a value). Megatron-LM's vocabulary-parallel output
+    layer and parallel cross-entropy (Shoeybi et al. 2019, section 3) give each
+    of the ``t`` tensor-parallel ranks ``V / t`` columns, and the ranks
+    exchange only a maximum and a sum per token, so each keeps ``1/t`` of
+    them; without it every rank of the group holds all ``V``. Korthikanti et
+    al.'s per-layer count leaves them out: at Llama 3's vocabulary they weigh
+    about one more layer on the last stage, ``t`` layers without the split.
+
+    Parameters
+    ----------
+    seq, micro_batch, vocab : int
+        ``s``, ``b`` and ``V`` (>= 1).
+    tp : int
+        ``t`` (>= 1).
+    vocab_parallel : bool
+        The vocabulary split over the ``t`` ranks.
+    bytes_per_value : float
+        4 for fp32 logits (> 0).
+
+    Examples
+    --------
+    Llama 3's vocabulary of 128,256, one 8K sequence: 4.2 GB, 0.53 GB a GPU split over 8:
+
+    >>> round(logits_bytes(8192, 1, 128256) / 1e9, 2), round(logits_bytes(8192, 1, 128256, tp=8) / 1e9, 2)
+    (4.2, 0.53)
+    >>> logits_bytes(8192, 1, 128256, tp=8, vocab_parallel=False) == logits_bytes(8192, 1, 128256)
+    True
+    """
+    s = check_int("seq", seq, minimum=1)
+    b = check_int("micro_batch", micro_batch, minimum=1)
+    v = check_int("vocab", vocab, minimum=1)
+    t = check_int("tp", tp, minimum=1)
+    split = t if check_bool("vocab_parallel", vocab_parallel) else 1
+    return float(s * b * v) * check_real("bytes_per_value", bytes_per_value, minimum=0, strict_min=True) / split

@@ -12,8 +12,10 @@ NCCL chooses, for every call, the algorithm and protocol its tuner predicts to
 be fastest: ``time = latency + n_bytes / algbw``. This module follows NCCL's
 tuner (``src/graph/tuning.cc`` in https://github.com/NVIDIA/nccl) in structure
 and takes its constants from it as they stand in NCCL 2.23 to 2.27 (tags
-``v2.23.4-1`` to ``v2.27.7-1``; 2.23 gave Tree/Simple the latencies used here,
-2.28 replaced the NVLS bandwidth model):
+``v2.23.4-1`` to ``v2.27.7-1``; 2.23 gave Tree/Simple the latencies used here),
+but for NVLS's in-node bandwidth, which follows 2.28 (``v2.28.3-1`` to
+``v2.30.7-1``: a bus rate per node, the same whatever the nodes, and a cap per
+NVLS head on NVLSTree), because the published measurements behave so:
 
 * algorithms: ``ring`` (one flat ring per channel, through every GPU and, across
   nodes, one NIC per ring), ``tree`` (chains in the node, double binary tree
@@ -32,8 +34,12 @@ and takes its constants from it as they stand in NCCL 2.23 to 2.27 (tags
 * bandwidth refinements: ring LL x 0.5 capped by ``llMaxBws``, ring LL128
   x 0.92, tree x 0.92 (LL / 3.8, LL128 x 120/128 across nodes or 7/9 in one),
   tree and CollNet algbw = half their bus rate (CollNet's bus rate is the
-  NVLink one, the NICs capping algbw), NVLS algbw = 5/6 of theirs,
-  NVLSTree's network rate halved beyond two nodes, CollNet Direct x 0.85 on
+  NVLink one, the NICs capping algbw), NVLS and NVLSTree across nodes: the
+  node's NVLS bus rate ``2 R (h - 1)/h`` over ``h`` heads turned into algbw
+  like a ring's, ``p / (2 (p - 1))`` (2.28; ``R`` the one-node NVLS algbw),
+  and the network side 5/6 of the NICs' rate (2.27), halved beyond two nodes
+  for NVLSTree, whose bus rate NCCL caps at ``perChMaxNVLSTreeBws`` per head
+  (2.28: Hopper 57.7 GB/s on two nodes, 45.5 on more); CollNet Direct x 0.85 on
   Hopper and Blackwell, and the Ampere busBw cap of 235 GB/s. That cap is older than the
   other constants: NCCL 2.7.5 to 2.17 applied ``min(busBw, 235)`` on compute
   capability 8.0 to every algorithm before the refinements above (2.17 also
@@ -71,27 +77,31 @@ bytes/s.
 The EFA and TCP networks are not calibrated: they use InfiniBand's efficiency
 and latency, which makes their predictions upper bounds.
 
-In-network reduction across nodes (``sharp=True``) is the least checked part.
-Three published figures with InfiniBand SHARP are held out (``sharp`` rows of
-the table; the examples of :func:`predict` compute the model's side):
+In-network reduction across nodes (``sharp=True``). A NIC carries less
+through SHARP than point to point: "~20 GB/s per NIC" of an HDR NIC's 25
+(sjeaugey, NVIDIA, nccl #320), which the model applies to every NIC of every
+algorithm that reduces in the scale-out switches (``_SHARP_NIC_SHARE``, a
+maintainer's figure, not a fit). Three published figures with InfiniBand
+SHARP are held out (``sharp`` rows of the table; the examples of
+:func:`predict` compute the model's side):
 
 * 12 x 8 H100, eight 400 Gb/s NICs a node, CollNet Chain forced (CoreWeave's
   nccl-tests README, NCCL 2.18): busbw 387 GB/s at 8 GiB; the model's
   CollNet Chain 366 (-5 %).
 * 4 x 8 A100, four 200 Gb/s NICs a node, NCCL's choice (the same README, NCCL
-  2.14): 160 GB/s; the model picks CollNet Chain at 182 (+14 %). The model
-  lets a NIC move 0.94 of its line rate, as point-to-point traffic does on
-  NDR; through SHARP an HDR NIC moves less: "~20 GB/s per NIC" of its 25
-  (sjeaugey, nccl #320), 82 GB/s algbw over four NICs in this table.
+  2.14): 160 GB/s; the model picks CollNet Chain at 155 (-3 %), its four NICs
+  at 20 GB/s each (+14 % with a NIC's point-to-point 0.94).
 * DGX A100, eight 200 Gb/s NICs: "~220 GB/s BusBw" (the same comment); the
-  model 234 (+6 %).
+  model 234 (+6 %), there held by NVLink, not the NICs.
 
-No published multi-node table of NVLS with SHARP across nodes was found, yet
-that is what the model, like NCCL's tuner, picks for large buffers on H100
-and H200: 542 GB/s on the 12 x 8 H100 cluster above, 40 % above the one H100 SHARP
-table there is (which forced CollNet Chain), and 49 % above the same
-cluster's ring without SHARP. Read ``sharp=True`` on the NVLS GPUs (H100,
-H200, B200) as NCCL's tuner's expectation, not as a checked prediction.
+NVLS across nodes. One node's NVLS bus rate is what nccl-tests prints on
+more nodes too: 430 GB/s on one and on two nodes of 8 H100 (nccl #1221), the
+model 479 and 460 (+11 % and +7 %: that machine's ring is as far below the
+maintainers' 370). With SHARP the model, like NCCL's tuner, picks NVLS for
+large buffers on H100 and H200: 479 GB/s busbw on the 12 x 8 H100 cluster
+above. No published multi-node table of NVLS with SHARP was found, so read
+that pick as the tuner's expectation, not as a checked prediction; it is
+24 % above the CollNet Chain table the same cluster printed.
 """
 
 from __future__ import annotations
@@ -180,6 +190,13 @@ _NET_OVERHEAD = 1.0
 # NVLS reaches in NCCL's own model. Only the ratio to Hopper is used, as the model's NVLS
 # efficiency is calibrated on H100.
 _NVLS_EFFICIENCY = {"hopper": 0.85, "blackwell": 0.74}
+# perChMaxNVLSTreeBws [generation][2 nodes | more] (GB/s per NVLS head), tuning.cc since v2.28.3-1: NCCL's
+# cap on NVLSTree's bus bandwidth per channel.
+_NVLS_TREE_MAX_BW_PER_HEAD = {"hopper": {2: 57.7, "more": 45.5}, "blackwell": {2: 96.0, "more": 80.0}}
+# What a NIC carries through SHARP, of its line rate: "My rule of thumb is ~20 GB/s per NIC" on 25 GB/s HDR
+# (sjeaugey, NVIDIA, https://github.com/NVIDIA/nccl/issues/320, 2023-01-03), below the 0.94 a NIC moves point
+# to point. Applied to the network side of every algorithm that reduces in the scale-out switches.
+_SHARP_NIC_SHARE = 20 / 25
 # Ampere busBw cap (compCap80: min(busBw, 235 GB/s) for every algorithm), tuning.cc from
 # commit 01afd20a77b5804e0ecf1042509dd9d20ebf9e93 (2.7.5) to 2.17.1; removed in 2.18.1.
 _AMPERE_BUSBW_CAP = 235e9
@@ -556,37 +573,64 @@ def _tree_candidates(f: _Fabric) -> list:
     return out
 
 
+def _nvls_nodes_algbw(c: GpuCluster, f: _Fabric) -> float:
+    """The algbw NVLS's in-node part allows across nodes: the node's NVLS bus rate, shared by all ``p`` ranks.
+
+    NCCL 2.28's tuner (``tuning.cc`` since v2.28.3-1) models NVLS as a bus rate per node, ``2 R (h - 1)/h`` over
+    ``h`` heads (``R`` the algbw NVLS reaches in one node of ``h`` GPUs), turned into algbw by ``p / (2 (p - 1))``
+    like a ring's: the bus bandwidth nccl-tests prints stays that of one node however many nodes join. One
+    published pair shows it: 8 x H100 over RoCE, 430 GB/s busbw with NVLS on one node and on two (nccl #1221),
+    where a constant algbw would have printed 461 on two.
+    """
+    heads = min(f.ppn, c.nics)
+    return 2 * f.nvls_alg * (heads - 1) / heads * f.p / (2 * (f.p - 1))
+
+
 def _in_network_candidates(c: GpuCluster, f: _Fabric) -> list:
     """The algorithms that reduce in a switch (all-reduce, Simple protocol): NVLS, NVLSTree and CollNet."""
-    n_nodes, ppn, inter, nvls_alg, intra_hw = f.nodes, f.ppn, f.inter, f.nvls_alg, _INTRA_HW
+    return _nvls_candidates(c, f) + (_collnet_candidates(c, f) if c.sharp and f.nodes > 1 else [])
+
+
+def _nvls_candidates(c: GpuCluster, f: _Fabric) -> list:
+    """NVLS in one node (and across nodes only with SHARP, as CollNet+NVLS), and NVLSTree across nodes."""
+    if not c.nvls:
+        return []
     out = []
-    # NVLS in one node (and across nodes only with SHARP, as CollNet+NVLS).
-    if c.nvls and (n_nodes == 1 or c.sharp):
-        algbw = nvls_alg if n_nodes == 1 else min(nvls_alg, 5 / 6 * inter)
-        latency = _HW_LAT[intra_hw]["nvls"]["Simple"] + (_HW_LAT["net"]["nvls"]["Simple"] if n_nodes > 1 else 0)
+    if f.nodes == 1 or c.sharp:
+        algbw = f.nvls_alg if f.nodes == 1 else min(_nvls_nodes_algbw(c, f), 5 / 6 * _sharp_inter(c))
+        latency = _HW_LAT[_INTRA_HW]["nvls"]["Simple"] + (_HW_LAT["net"]["nvls"]["Simple"] if f.nodes > 1 else 0)
         out.append(Candidate("nvls", "Simple", latency * US, algbw))
-    # NVLSTree: NVLS in the node, a tree across nodes; the network's rate halves beyond two nodes.
-    if c.nvls and n_nodes > 1:
-        algbw = min(nvls_alg, 5 / 6 * (inter if n_nodes <= 2 else inter / 2))
-        latency = _HW_LAT[intra_hw]["nvls_tree"]["Simple"] + 2 * f.log_nodes * _HW_LAT["net"]["nvls_tree"]["Simple"]
+    if f.nodes > 1:  # NVLSTree: the network's rate halves beyond two nodes, and NCCL caps the bus rate per head
+        heads = min(f.ppn, c.nics)
+        per_head = _NVLS_TREE_MAX_BW_PER_HEAD.get(f.gen, _NVLS_TREE_MAX_BW_PER_HEAD["hopper"])[
+            2 if f.nodes <= 2 else "more"]
+        cap = heads * per_head * GB * f.p / (2 * (f.p - 1))
+        algbw = min(_nvls_nodes_algbw(c, f), 5 / 6 * (f.inter if f.nodes <= 2 else f.inter / 2), cap)
+        latency = _HW_LAT[_INTRA_HW]["nvls_tree"]["Simple"] + 2 * f.log_nodes * _HW_LAT["net"]["nvls_tree"]["Simple"]
         out.append(Candidate("nvls_tree", "Simple", latency * US, algbw))
-    # CollNet Direct: SHARP in the scale-out switches (needs one NIC per GPU to run at full rate).
-    if c.sharp and n_nodes > 1:
-        bus = f.intra / max(1.0, ppn / c.nics - (ppn / c.nics - 1) / 2)
-        if f.gen in ("hopper", "blackwell"):
-            bus *= 0.85
-        algbw = min(0.5 * bus, inter)
-        latency = (2 * (min(1, ppn - 1) * _HW_LAT[intra_hw]["collnet_direct"]["Simple"] + (ppn - 1) * 0.4)
-                   + _HW_LAT["net"]["collnet_direct"]["Simple"])
-        out.append(Candidate("collnet_direct", "Simple", latency * US, algbw))
-    # CollNet Chain: a chain through the node's GPUs to one NIC per channel, SHARP across nodes. NCCL's
-    # busBw is the chain's NVLink rate; every byte goes up and down the chain (algbw = half), and
-    # leaves the node once through the NICs.
-    if c.sharp and n_nodes > 1:
-        algbw = min(0.5 * f.intra, inter)
-        latency = (2 * (ppn - 1) * _HW_LAT[intra_hw]["collnet_chain"]["Simple"]
-                   + _HW_LAT["net"]["tree" if ppn == 1 else "collnet_chain"]["Simple"])
-        out.append(Candidate("collnet_chain", "Simple", latency * US, algbw))
+    return out
+
+
+def _sharp_inter(c: GpuCluster) -> float:
+    """What the node's NICs carry through SHARP, bytes/s: :data:`_SHARP_NIC_SHARE` of their line rate."""
+    return _SHARP_NIC_SHARE * c.nic_bandwidth
+
+
+def _collnet_candidates(c: GpuCluster, f: _Fabric) -> list:
+    """CollNet Direct and CollNet Chain: SHARP in the scale-out switches."""
+    ppn, intra_hw = f.ppn, _INTRA_HW
+    # CollNet Direct: each GPU to its own NIC (it needs one NIC per GPU to run at full rate).
+    bus = f.intra / max(1.0, ppn / c.nics - (ppn / c.nics - 1) / 2)
+    if f.gen in ("hopper", "blackwell"):
+        bus *= 0.85
+    latency = (2 * (min(1, ppn - 1) * _HW_LAT[intra_hw]["collnet_direct"]["Simple"] + (ppn - 1) * 0.4)
+               + _HW_LAT["net"]["collnet_direct"]["Simple"])
+    out = [Candidate("collnet_direct", "Simple", latency * US, min(0.5 * bus, _sharp_inter(c)))]
+    # CollNet Chain: a chain through the node's GPUs to one NIC per channel. NCCL's busBw is the chain's NVLink
+    # rate; every byte goes up and down the chain (algbw = half), and leaves the node once through the NICs.
+    latency = (2 * (ppn - 1) * _HW_LAT[intra_hw]["collnet_chain"]["Simple"]
+               + _HW_LAT["net"]["tree" if ppn == 1 else "collnet_chain"]["Simple"])
+    out.append(Candidate("collnet_chain", "Simple", latency * US, min(0.5 * f.intra, _sharp_inter(c))))
     return out
 
 
@@ -635,7 +679,7 @@ def predict(collective, n_bytes, cluster: GpuCluster, *, algorithm=None, protoco
     >>> pick, chain = predict("allreduce", 2**33, sharp), predict("allreduce", 2**33, sharp, algorithm="collnet_chain")
     >>> ring = predict("allreduce", 2**33, gpu_cluster(12, nic_bandwidth=400e9))
     >>> pick.algorithm, round(pick.busbw / 1e9), round(chain.busbw / 1e9), ring.algorithm, round(ring.busbw / 1e9)
-    ('nvls', 542, 366, 'ring', 363)
+    ('nvls', 479, 366, 'ring', 363)
     """
     collective = canonical_collective(collective)
     if collective not in ("allreduce", "allgather", "reduce_scatter", "broadcast", "reduce"):

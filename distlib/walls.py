@@ -55,6 +55,14 @@ __all__ = [
     "Walls",
     "NODE_NIC_BANDWIDTH",
     "three_walls",
+    "FP8_OVER_BF16",
+    "dense_peak",
+    "hsdp_state_bytes_per_gpu",
+    "hsdp_comm_bytes_per_gpu",
+    "accumulation_comm_bytes_per_gpu",
+    "accumulation_grad_bytes_per_gpu",
+    "fsdp_compute_bound_tokens",
+    "tp_compute_bound_hidden",
 ]
 
 #: Training FLOP per parameter per token of a dense transformer: 2 forward, 4 backward
@@ -147,7 +155,11 @@ class Recipe:
 
 
 #: The recipes the book compares. Adam keeps two moments (m and v) per
-#: parameter, in fp32: 8 bytes.
+#: parameter, in fp32: 8 bytes. ``fp32_grads_adam`` is what Megatron-LM keeps
+#: when it trains in bf16 (its ``arguments.py`` then sets
+#: ``accumulate_allreduce_grads_in_fp32``: "accumulate and all-reduce
+#: gradients in fp32 for bfloat16 data type") and what Llama 3 reduce-scatters
+#: ("FP32 gradient accumulation" and "reduce-scatter gradients in FP32", section 3.3.2): 18 bytes.
 RECIPES = MappingProxyType(
     {
         "bf16_adam": Recipe("bf16_adam", 2, 2, 8, 0,
@@ -155,6 +167,9 @@ RECIPES = MappingProxyType(
         "mixed_precision_adam": Recipe("mixed_precision_adam", 2, 2, 8, 4,
                                        "bf16 weights and gradients, fp32 Adam m and v, fp32 master "
                                        "weights (16 bytes/param)"),
+        "fp32_grads_adam": Recipe("fp32_grads_adam", 2, 4, 8, 4,
+                                  "bf16 weights, fp32 gradients (accumulated and reduced in fp32), fp32 Adam m and "
+                                  "v, fp32 master weights (18 bytes/param)"),
         "fp32_adam": Recipe("fp32_adam", 4, 4, 8, 0,
                             "fp32 weights and gradients, fp32 Adam m and v (16 bytes/param)"),
     }
@@ -347,6 +362,8 @@ def model_state_bytes(params, *, recipe) -> StateBytes:
         ``"mixed_precision_adam"``: the same plus an fp32 master copy of the
         weights (4 B): 16 bytes per parameter, the ZeRO paper's accounting
         (2 + 2 + K with K = 12).
+        ``"fp32_grads_adam"``: the mixed-precision recipe with fp32 gradients,
+        2 + 4 + 4 + 8 = 18 bytes per parameter (Megatron-LM under bf16).
         ``"fp32_adam"``: everything in fp32: 4 + 4 + 8 = 16 bytes per parameter.
 
     Returns
@@ -363,6 +380,8 @@ def model_state_bytes(params, *, recipe) -> StateBytes:
     112.0
     >>> model_state_bytes(7e9, recipe="bf16_adam") / 1e9
     84.0
+    >>> model_state_bytes(7e9, recipe="fp32_grads_adam") / 1e9     # 18 bytes: the gradient in fp32
+    126.0
     """
     params = check_real("params", params, minimum=0, strict_min=True)
     r = _recipe(recipe)
@@ -808,3 +827,209 @@ def _walls_comm_time(params, spec, r, chips, stage, cluster, link_bandwidth, alp
     # ZeRO-1/2 move the same bytes as an all-reduce (reduce-scatter + all-gather); ZeRO-3 adds an all-gather.
     comm_time = pred.time * zero_stage(stage).traffic_factor
     return comm_time, (pred.busbw if chips > 1 else spec.link_bandwidth)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Part IV: where the walls meet (chapters 10 and 13): hybrid sharding, gradient accumulation under ZeRO, the
+# number of tokens past which sharded data parallelism is compute-bound, and the peak an FP8 run is measured on.
+
+#: Dense FP8 tensor-core FLOP/s over dense BF16, per GPU of the hardware table that has FP8: twice on Hopper
+#: (H100 SXM datasheet: FP8 3,958 TFLOPS and BF16 1,979 TFLOPS, both with sparsity) and Blackwell (B200: FP8 4.5
+#: PFLOPS dense against BF16 2.25). The A100 has no FP8 tensor cores.
+FP8_OVER_BF16 = MappingProxyType({"H100": 2.0, "H200": 2.0, "B200": 2.0})
+
+
+def dense_peak(accelerator, *, precision="bf16") -> float:
+    """A GPU's dense tensor-core peak in FLOP/s for ``precision`` (``"bf16"`` or ``"fp8"``): the denominator of
+    an MFU (chapter "Choosing a layout": say which peak an MFU is of).
+
+    Examples
+    --------
+    >>> dense_peak("H100") / 1e12, dense_peak("H100", precision="fp8") / 1e12
+    (989.5, 1979.0)
+    >>> dense_peak("A100", precision="fp8")
+    Traceback (most recent call last):
+    ...
+    ValueError: precision: A100 has no FP8 tensor cores (FP8 peaks are known for B200, H100, H200)
+    """
+    spec = _accelerator(accelerator) if not isinstance(accelerator, Accelerator) else accelerator
+    precision = check_choice("precision", precision, ["bf16", "fp8"])
+    if precision == "bf16":
+        return spec.bf16_flops
+    if spec.name not in FP8_OVER_BF16:
+        raise ValueError(f"precision: {spec.name} has no FP8 tensor cores (FP8 peaks are known for "
+                         f"{', '.join(sorted(FP8_OVER_BF16))})")
+    return FP8_OVER_BF16[spec.name] * spec.bf16_flops
+
+
+def hsdp_state_bytes_per_gpu(params, *, recipe, dp, shard) -> StateBytes:
+    """Model state per GPU under hybrid sharding (HSDP, ZeRO-3 within groups of ``shard`` ranks, the groups
+    replicas of each other): the whole state over ``shard``, whatever ``dp``.
+
+    ``shard = dp`` is ZeRO-3 (FSDP); ``shard = 1`` is plain data parallelism.
+
+    Examples
+    --------
+    A 70B model with mixed-precision Adam on 64 GPUs: sharded over all, over a node, over two nodes:
+
+    >>> [round(hsdp_state_bytes_per_gpu(70e9, recipe="mixed_precision_adam", dp=64, shard=s) / 1e9, 1) for s in (64, 8, 16)]
+    [17.5, 140.0, 70.0]
+    """
+    dp = check_int("dp", dp, minimum=1)
+    shard = check_int("shard", shard, minimum=1, maximum=dp)
+    if dp % shard:
+        raise ValueError(f"shard must divide dp ({dp}), got {shard}")
+    return zero_state_bytes_per_gpu(params, recipe=recipe, dp=shard, stage=3)
+
+
+def hsdp_comm_bytes_per_gpu(params, *, dp, shard, recipe="mixed_precision_adam") -> dict:
+    """Bytes each GPU sends per step under hybrid sharding, by group.
+
+    Inside its group of ``shard`` ranks a GPU runs ZeRO-3's collectives (the
+    weights gathered twice, the gradient reduce-scattered: ``(s - 1)/s`` of
+    each); across the ``dp / shard`` replicas it all-reduces its ``1/s`` of
+    the gradient (``2 (r - 1)/r`` of it). With the group inside one node only
+    the second crosses the network, ``shard`` times less than DDP's
+    all-reduce; FSDP's ``ShardingStrategy.HYBRID_SHARD`` and FSDP2's 2-D
+    mesh (``fully_shard(..., mesh=...)``) run it so.
+
+    Returns
+    -------
+    dict
+        ``{"shard": bytes, "replicas": bytes}``.
+
+    Examples
+    --------
+    70B, bf16 weights and gradients, 64 GPUs, a group per node of 8:
+
+    >>> b = hsdp_comm_bytes_per_gpu(70e9, dp=64, shard=8)
+    >>> round(b["shard"] / 1e9), round(b["replicas"] / 1e9, 1)     # 3 x 7/8 x 140 GB; 2 x 7/8 x 17.5 GB
+    (368, 30.6)
+    """
+    dp = check_int("dp", dp, minimum=1)
+    shard = check_int("shard", shard, minimum=1, maximum=dp)
+    if dp % shard:
+        raise ValueError(f"shard must divide dp ({dp}), got {shard}")
+    r = _recipe(recipe)
+    params = check_real("params", params, minimum=0, strict_min=True)
+    replicas = dp // shard
+    inside = (shard - 1) / shard * params * (2 * r.weights + r.grads)
+    across = ring_bytes_per_rank(params * r.grads / shard, replicas)
+    return {"shard": inside, "replicas": across}
+
+
+def accumulation_comm_bytes_per_gpu(params, p, *, stage, accumulation, sync_every_microbatch=False,
+                                    recipe="mixed_precision_adam") -> float:
+    """Bytes each of ``p`` data-parallel GPUs sends per optimizer step with ``accumulation`` microbatches.
+
+    The global batch is ``micro_batch x accumulation x p`` sequences. DDP
+    and ZeRO-1 can sum the microbatches' gradients locally and reduce once
+    (PyTorch's ``no_sync()``, FSDP2's ``set_requires_gradient_sync(False)``
+    on all but the last); ``sync_every_microbatch`` reduces after each. ZeRO-2
+    keeps only its shard of the gradient, so it must reduce-scatter every
+    microbatch, unless it holds the whole gradient until the last (the
+    memory :func:`accumulation_grad_bytes_per_gpu` counts). ZeRO-3 gathers
+    every microbatch's weights, forward and backward, whatever it does with
+    the gradients.
+
+    Examples
+    --------
+    7B on 8 GPUs, 4 microbatches, bf16 gradients and weights: DDP with
+    ``no_sync`` sends one all-reduce; ZeRO-2 four reduce-scatters and one
+    all-gather; ZeRO-3 eight gathers and four reduce-scatters:
+
+    >>> [round(accumulation_comm_bytes_per_gpu(7e9, 8, stage=s, accumulation=4) / 1e9, 2) for s in (0, 2, 3)]
+    [24.5, 61.25, 147.0]
+    >>> round(accumulation_comm_bytes_per_gpu(7e9, 8, stage=0, accumulation=4, sync_every_microbatch=True) / 1e9)
+    98
+    """
+    k = check_int("accumulation", accumulation, minimum=1)
+    z = zero_stage(stage)
+    p = check_int("p", p, minimum=1)
+    r = _recipe(recipe)
+    params = check_real("params", params, minimum=0, strict_min=True)
+    grad, weights, f = params * r.grads, params * r.weights, (p - 1) / p
+    reduces = k if (sync_every_microbatch or z.stage >= 2) else 1
+    if z.stage == 0:
+        return reduces * ring_bytes_per_rank(grad, p)
+    gathers = 2 * k if z.stage == 3 else 1
+    return f * (reduces * grad + gathers * weights)
+
+
+def accumulation_grad_bytes_per_gpu(params, *, dp, stage, reduce_every_microbatch=True,
+                                    recipe="mixed_precision_adam") -> float:
+    """Gradient bytes a GPU holds while it accumulates microbatches (the recipe's gradient width: 4 bytes for
+    an fp32 accumulation buffer, Megatron-LM's under bf16).
+
+    ZeRO-2 and 3 keep ``1/dp`` of it if they reduce-scatter every microbatch; to reduce once they must hold the
+    whole gradient until the last, as DDP and ZeRO-1 always do.
+
+    Examples
+    --------
+    >>> [accumulation_grad_bytes_per_gpu(7e9, dp=8, stage=2, reduce_every_microbatch=e, recipe="fp32_grads_adam") / 1e9
+    ...  for e in (True, False)]
+    [3.5, 28.0]
+    """
+    dp = check_int("dp", dp, minimum=1)
+    z = zero_stage(stage)
+    full = model_state_bytes(params, recipe=recipe).grads
+    return full / dp if (z.stage >= 2 and reduce_every_microbatch) else full
+
+
+def fsdp_compute_bound_tokens(flops_per_gpu, bandwidth, *, p=None, mfu=1.0) -> float:
+    """Tokens per GPU and step above which ZeRO-3 (FSDP) is compute-bound: ``mfu C / W``, times ``(p - 1)/p``.
+
+    A step computes ``6 N`` FLOP a token; ZeRO-3 sends, per GPU and step, its
+    two gathers of bf16 weights and the reduce-scatter of bf16 gradients,
+    ``(p - 1)/p 6 N`` bytes (2 bytes a value, three passes). At ``mfu C``
+    FLOP/s and ``W`` bytes/s the two take as long when the tokens per GPU are
+    ``mfu C / W (p - 1)/p``: past that, prefetch can hide the traffic
+    (chapter 10). The parameters cancel: the threshold is the machine's.
+    "How to Scale Your Model" derives the same ``C / W`` for FSDP on TPUs.
+
+    Parameters
+    ----------
+    flops_per_gpu : float, str or Accelerator
+        ``C``, dense FLOP/s (or a GPU of the table: its dense BF16 peak).
+    bandwidth : float
+        ``W``, bytes/s one direction that each GPU's ZeRO-3 traffic gets.
+    p : int, optional
+        Data-parallel GPUs (default: many, ``(p - 1)/p = 1``).
+    mfu : float
+        The share of ``C`` the products reach (0, 1].
+
+    Examples
+    --------
+    An H100 through one 400 Gb/s NIC (50 GB/s per direction): about 20K tokens per GPU, 8K at 40 % MFU:
+
+    >>> round(fsdp_compute_bound_tokens("H100", 50e9)), round(fsdp_compute_bound_tokens("H100", 50e9, mfu=0.4))
+    (19790, 7916)
+    """
+    c = _peak(flops_per_gpu)
+    w = check_real("bandwidth", bandwidth, minimum=0, strict_min=True)
+    mfu = check_real("mfu", mfu, minimum=0, maximum=1, strict_min=True)
+    share = 1.0 if p is None else (check_int("p", p, minimum=2) - 1) / p
+    return mfu * c / w * share
+
+
+def tp_compute_bound_hidden(flops_per_gpu, bandwidth, *, tp, mfu=1.0) -> float:
+    """Hidden size above which a layer's products outlast its tensor-parallel all-reduces: ``(2/9)(T - 1) mfu C / W``.
+
+    Per token and layer, forward and backward: ``72 h^2 / T`` FLOP a GPU
+    (``6 x 12 h^2``), and four ring all-reduces of ``2h`` bf16 bytes,
+    ``16 h (T - 1)/T`` bytes sent (chapter 11). Equal when
+    ``h = (2/9)(T - 1) mfu C / W``: tensor parallelism over a link of rate
+    ``W`` can only hide behind layers wider than that.
+
+    Examples
+    --------
+    8 H100s: over NVLink (450 GB/s) any layer past ~3.4K is wide enough; over one 400 Gb/s NIC none is:
+
+    >>> round(tp_compute_bound_hidden("H100", 450e9, tp=8)), round(tp_compute_bound_hidden("H100", 50e9, tp=8))
+    (3420, 30784)
+    """
+    c = _peak(flops_per_gpu)
+    w = check_real("bandwidth", bandwidth, minimum=0, strict_min=True)
+    t = check_int("tp", tp, minimum=2)
+    mfu = check_real("mfu", mfu, minimum=0, maximum=1, strict_min=True)
+    return 2 / 9 * (t - 1) * mfu * c / w

@@ -112,3 +112,18 @@ def test_grouped_query_attention_and_a_gated_mlp_change_only_the_cut_matrices_sh
     full = dict(tp=t, sequence_parallel=sp, recompute="full")
     assert dl.activation_bytes_per_layer(s, b, h, a, ffn_hidden=f, kv_heads=kv_heads, gated_ffn=True, **full) == \
         dl.activation_bytes_per_layer(s, b, h, a, **full)  # full recomputation keeps only the layer's input
+
+
+def test_logits_are_four_bytes_a_token_and_vocabulary_entry_split_by_the_vocabulary_parallel_ranks():
+    assert dl.logits_bytes(2048, 2, 51200) == 4 * 2048 * 2 * 51200
+    for t in (1, 2, 8):
+        assert dl.logits_bytes(8192, 1, 128256, tp=t) * t == pytest.approx(dl.logits_bytes(8192, 1, 128256))
+        assert dl.logits_bytes(8192, 1, 128256, tp=t, vocab_parallel=False) == dl.logits_bytes(8192, 1, 128256)
+    # Llama 3's vocabulary: one sequence's fp32 logits weigh about one layer's activations (selective, TP 8 + SP),
+    # and eight layers' without the vocabulary split
+    layer = dl.activation_bytes_per_layer(8192, 1, 16384, 128, tp=8, sequence_parallel=True, recompute="selective",
+                                          ffn_hidden=53248, kv_heads=8, gated_ffn=True)
+    assert 0.8 < dl.logits_bytes(8192, 1, 128256, tp=8) / layer < 1.0
+    assert dl.logits_bytes(8192, 1, 128256, tp=8, vocab_parallel=False) > 7 * layer
+    with pytest.raises(ValueError, match="bytes_per_value must be"):
+        dl.logits_bytes(8, 1, 10, bytes_per_value=0)

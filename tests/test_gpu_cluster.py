@@ -100,7 +100,7 @@ def test_collnet_chain_runs_at_half_the_nvlink_ring_rate_and_never_past_the_nics
     assert chain.algbw == pytest.approx(ring_one_node / 2, rel=0.01)
     # SHARP sends each node's sum once through its NICs: a node of few NICs is held to their rate.
     thin = dl.gpu_cluster(12, nic_bandwidth=IB8 / 8, nics=1, sharp=True)
-    assert dl.predict("allreduce", 2**33, thin, algorithm="collnet_chain").algbw <= 0.94 * IB8 / 8 * 1.0001
+    assert dl.predict("allreduce", 2**33, thin, algorithm="collnet_chain").algbw <= 0.8 * IB8 / 8 * 1.0001
     # The published run it is checked on (CoreWeave, CollNet Chain forced) is within 10 %.
     cw = {r.id: r for r in dl.published_results()}["h100_12x8_sharp_cw"]
     assert cw.sharp and cw.algorithm == "collnet_chain"
@@ -169,3 +169,35 @@ def test_collective_names_accept_torch_and_nccl_tests_spellings():
     assert dl.collective_time("all_gather", 1e6, 8, alpha=0, bandwidth=1e9) == dl.collective_time(
         "allgather", 1e6, 8, alpha=0, bandwidth=1e9)
     assert dl.bus_factor("reduce-scatter", 8) == pytest.approx(7 / 8)
+
+
+def _error(r) -> float:
+    p = dl.predict(r.collective, r.n_bytes, r.cluster(), algorithm=r.algorithm)
+    return p.time / r.time - 1 if r.time else p.busbw / r.busbw - 1
+
+
+def test_every_published_sharp_and_nvls_row_within_fifteen_percent():
+    """In-network reduction predicted as closely as the ring and tree rows (issue 35): every held-out row run with
+    NVLS on or with SHARP. Before NVLS kept its node's bus rate across nodes and SHARP its 20 GB/s per HDR NIC,
+    the two-node NVLSTree row was 19 % high and the A100 SHARP table 14 %."""
+    rows = [r for r in dl.published_results() if r.role == "heldout" and (r.nvls or r.sharp)]
+    assert len(rows) >= 7
+    errors = {r.id: _error(r) for r in rows}
+    assert max(abs(e) for e in errors.values()) < 0.15, errors
+
+
+def test_nvls_keeps_one_nodes_bus_bandwidth_across_nodes():
+    """NCCL 2.28's model: NVLS's bus rate is a node's, so nccl-tests' busbw does not grow with the nodes (nccl #1221
+    measured 430 GB/s on one and on two nodes of 8 H100)."""
+    one = dl.predict("allreduce", 2**33, dl.gpu_cluster(1), algorithm="nvls")
+    for nodes in (2, 4, 16):
+        fat = dl.gpu_cluster(nodes, nic_bandwidth=4 * IB8, sharp=True)  # NICs no bottleneck
+        for algorithm in ("nvls", "nvls_tree"):
+            assert dl.predict("allreduce", 2**33, fat, algorithm=algorithm).busbw <= one.busbw * 1.0001
+
+
+def test_sharp_moves_at_most_its_share_of_the_nics_line_rate():
+    for gpn, nics in ((8, 8), (8, 4), (4, 4)):
+        c = dl.gpu_cluster(8, gpus_per_node=gpn, accelerator="A100", nic_bandwidth=nics * 25e9, nics=nics, sharp=True)
+        for algorithm in ("collnet_direct", "collnet_chain"):
+            assert dl.predict("allreduce", 2**33, c, algorithm=algorithm).algbw <= 20 / 25 * c.nic_bandwidth * 1.0001

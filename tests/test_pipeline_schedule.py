@@ -186,3 +186,126 @@ def test_bad_input_names_the_parameter_and_its_range(args, kwargs, error, messag
 def test_stage_events_checks_the_stage():
     with pytest.raises(ValueError, match=r"stage must be an integer in \[0, 3\], got 4"):
         run("1f1b", 4, 8).stage_events(4)
+
+
+# ---- the peak a stage holds, its chunks weighted (chapter 13's memory model) -------------------------------------
+
+@FAST
+@given(interleaved(), st.integers(0, 5))
+def test_peak_held_with_equal_weights_is_the_simulations_peak(case, stage):
+    p, m, v = case
+    stage = min(stage, p - 1)
+    assert dl.peak_held("interleaved", p, m, chunks=v, stage=stage) == run("interleaved", p, m, v=v).peak_chunks_in_flight[stage]
+    for kind in ("gpipe", "1f1b"):
+        assert dl.peak_held(kind, p, m, stage=stage) == run(kind, p, m).peak_chunks_in_flight[stage]
+
+
+@FAST
+@given(interleaved(), st.lists(st.floats(0, 10, allow_nan=False), min_size=4, max_size=4))
+def test_peak_held_is_monotone_and_bounded_by_its_heaviest_chunk(case, weights):
+    p, m, v = case
+    w = weights[:v]
+    peak = dl.peak_held("interleaved", p, m, chunks=v, weights=w)
+    count = dl.peak_held("interleaved", p, m, chunks=v)
+    assert min(w) * count - 1e-9 <= peak <= max(w) * count + 1e-9
+    heavier = [x + 1 for x in w]
+    assert dl.peak_held("interleaved", p, m, chunks=v, weights=heavier) >= peak
+
+
+def test_megatrons_first_stage_peak_is_its_warmup_and_a_lighter_first_chunk_lowers_it():
+    """Stage 0 warms up with 2(p - 1) + (v - 1) p chunk-forwards and one more: p of every chunk, then p - 1 more of
+    chunk 0, (v + 1) p - 1 in all; one layer fewer in chunk 0 takes 2p - 1 layer-activations off that peak."""
+    p, v, m = 16, 4, 32
+    assert dl.peak_held("interleaved", p, m, chunks=v) == (v + 1) * p - 1
+    assert dl.peak_held("interleaved", p, m, chunks=v, weights=[2] * 4) - (2 * p - 1) == \
+        dl.peak_held("interleaved", p, m, chunks=v, weights=[1, 2, 2, 2])
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(weights=[1, 2, 3]), "weights must have one value per chunk"),
+    (dict(weights=[1, -1]), "weights must be"),
+    (dict(stage=4), r"stage must be an integer in \[0, 3\]"),
+])
+def test_peak_held_bad_input_names_the_parameter(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        dl.peak_held("interleaved", 4, 8, chunks=2, **kwargs)
+
+
+# ---- zero bubble, DualPipe's table, and what a laptop adds -------------------------------------------------------
+
+@FAST
+@given(st.integers(1, 8), st.integers(1, 4), stage_time, stage_time, stage_time)
+def test_zb_h1_bubble_is_qi_et_als_closed_form_in_1f1bs_memory(p, k, tf, tb_in, tw):
+    m = p * k
+    r = dl.pipeline_schedule("zb-h1", p, m, forward_time=tf, backward_time=tb_in + tw, weight_time=tw)
+    if tw <= min(tf, tb_in):
+        assert close(r.bubble_time, (p - 1) * (tf + tb_in - tw))
+    else:
+        assert close(r.bubble_time, (p - 1) * max(tf, tb_in))
+    assert max(r.peak_in_flight) <= p
+    one = run("1f1b", p, m, tf, tb_in + tw)
+    assert r.bubble_time <= one.bubble_time + 1e-9 and close(sum(r.busy_time), sum(one.busy_time))
+
+
+def test_zb_h1_with_equal_thirds_is_a_third_of_1f1bs_bubble():
+    zb = dl.pipeline_schedule("zb-h1", 8, 32, forward_time=1.0, backward_time=2.0, weight_time=1.0)
+    assert close(zb.bubble_time, run("1f1b", 8, 32, 1.0, 2.0).bubble_time / 3)
+    assert {e.kind for e in zb.events} == {"F", "B", "W"}
+
+
+def test_deepseeks_table_2_orders_the_three_schedules():
+    t = dl.bubble_closed_forms(16, forward_time=1.0, backward_time=2.0, weight_time=1.0, overlapped_time=2.5)
+    assert t["dualpipe"].bubble < t["zb1p"].bubble < t["1f1b"].bubble
+    assert (t["dualpipe"].parameter_copies, t["dualpipe"].activations) == (2, 17)
+    zb = dl.pipeline_schedule("zb-h1", 16, 32, forward_time=1.0, backward_time=2.0, weight_time=1.0)
+    assert close(t["zb1p"].bubble, zb.bubble_time)  # ZB1P is ZB-H1
+    with pytest.raises(ValueError, match="stages must be even"):
+        dl.bubble_closed_forms(3, forward_time=1.0, backward_time=2.0, weight_time=1.0, overlapped_time=2.5)
+
+
+def test_a_message_time_delays_gpipe_once_per_hop_and_1f1b_on_every_round_trip():
+    p, m, delta = 4, 8, 0.1
+    extra = {}
+    for kind in ("gpipe", "1f1b"):
+        late = dl.pipeline_schedule(kind, p, m, forward_time=1.0, backward_time=2.0, message_time=delta)
+        extra[kind] = (late.iteration_time - run(kind, p, m).iteration_time) / delta
+    assert close(extra["gpipe"], 2 * (p - 1))  # the ramp's 2 (p - 1) hops, once
+    assert extra["1f1b"] > 2 * (p - 1)  # 1F1B's steady state waits on every round trip with the next stage
+
+
+@FAST
+@given(plain(), st.integers(1, 8))
+def test_cores_bound_the_step_below_by_the_work_over_the_cores(case, cores):
+    kind, p, m = case
+    free = run(kind, p, m)
+    shared = dl.pipeline_schedule(kind, p, m, forward_time=1.0, backward_time=2.0, cores=cores)
+    assert shared.iteration_time >= max(free.iteration_time, p * m * 3.0 / cores) - 1e-9
+    if cores >= p:
+        assert close(shared.iteration_time, free.iteration_time)
+    if cores == 1:
+        assert close(shared.iteration_time, p * m * 3.0)
+
+
+def test_unequal_stages_run_at_the_slowest_stages_pace():
+    slow = dl.pipeline_schedule("1f1b", 4, 8, forward_time=[1, 1, 1, 2], backward_time=[2, 2, 2, 4])
+    assert slow.iteration_time >= 8 * 6  # the last stage's own work
+    assert slow.busy_time == (24.0, 24.0, 24.0, 48.0)
+    with pytest.raises(ValueError, match="forward_time must be a number or one per stage"):
+        dl.pipeline_schedule("1f1b", 4, 8, forward_time=[1, 1], backward_time=2.0)
+    with pytest.raises(ValueError, match="weight_time is for kind 'zb-h1'"):
+        dl.pipeline_schedule("1f1b", 4, 8, forward_time=1.0, backward_time=2.0, weight_time=1.0)
+    with pytest.raises(ValueError, match="weight_time must be below backward_time"):
+        dl.pipeline_schedule("zb-h1", 4, 8, forward_time=1.0, backward_time=2.0, weight_time=2.0)
+
+
+@FAST
+@given(plain(), st.floats(0.0, 2.0))
+def test_the_message_time_for_a_bubble_inverts_the_schedule(case, delta):
+    kind, p, m = case
+    if p == 1:
+        return  # one stage sends nothing
+    r = dl.pipeline_schedule(kind, p, m, forward_time=1.0, backward_time=2.0, message_time=delta)
+    found = dl.message_time_for_bubble(kind, p, m, forward_time=1.0, backward_time=2.0, bubble=r.bubble_fraction)
+    back = dl.pipeline_schedule(kind, p, m, forward_time=1.0, backward_time=2.0, message_time=found)
+    assert back.bubble_fraction == pytest.approx(r.bubble_fraction, abs=1e-3)
+    assert dl.message_time_for_bubble(kind, p, m, forward_time=1.0, backward_time=2.0, bubble=0.0) == 0.0

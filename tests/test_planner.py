@@ -8,6 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import distlib as dl
+from distlib.layout import Layout
 from distlib.planner import planner_constants, published_cluster, published_model, published_step
 
 FAST = settings(max_examples=40, deadline=None)
@@ -214,34 +215,67 @@ def test_context_parallelism_is_tried_only_for_long_sequences_unless_fixed():
 
 # ---- the published runs -----------------------------------------------------------------------------------------
 
-def test_every_published_row_names_a_source_and_a_consistent_cluster():
+def test_every_published_row_names_a_source_and_holds_a_layout_of_its_cluster():
     for r in dl.published_layouts():
         assert len(r.source) > 40, r.id
-        degrees = [r.dp, r.cp] + [d for d in (r.tp, r.pp) if d is not None]
-        assert r.nodes * 8 % math.prod(degrees) == 0, r.id
-        if r.tp is not None and r.pp is not None:
-            assert math.prod(degrees) == r.nodes * 8, r.id
+        assert isinstance(r.layout, Layout) and r.layout.ranks == r.nodes * 8, r.id
         assert r.metric in ("mfu", "hfu") and 0 < r.printed < 1
+        assert r.recipe in dl.RECIPES
+        if r.micro_batch is not None:
+            assert r.layout.microbatches * r.micro_batch * r.layout.dp == r.global_batch, r.id
 
 
-def test_the_three_constants_reproduce_their_fit_rows_exactly():
+def test_a_context_parallel_row_names_its_method():
+    """Llama 3 gathers the keys and values over its CP ranks (section 3.3.2), the planner's CP method too."""
+    cp_rows = [r for r in dl.published_layouts() if r.layout.cp > 1]
+    assert [r.id for r in cp_rows] == ["llama3_405b_128k_16384"]
+    assert cp_rows[0].layout.cp_kind == "allgather" == published_step(cp_rows[0]).layout.cp_kind
+
+
+def test_megatron_table2_ptd_rows_run_the_papers_t8():
+    """Narayanan et al. 2021 use t = 8 for large enough models (section 4.1): t*p = 96 is T8 x P12, 280 is T8 x P35."""
+    for r in dl.published_layouts():
+        if r.id.startswith("megatron2021_t2_ptd_"):
+            assert (r.layout.tp, r.layout.pp) == ((8, 12) if "174.6b" in r.id else (8, 35)), r.id
+            assert published_step(r).name.startswith(f"dp{r.layout.dp} tp8 pp{r.layout.pp} ")
+
+
+def test_the_constants_reproduce_their_fit_rows_and_the_data_parallel_difference():
     c = planner_constants()
     assert 0 < c.matmul_efficiency < 1 and c.memory_traffic > 0 and c.dp_exposure > 0
-    fitted = {i for ids in c.sources.values() for i in ids}
-    assert fitted == {r.id for r in dl.published_layouts() if r.role == "fit"}
-    for i in fitted:
+    fit = {r.id for r in dl.published_layouts() if r.role == "fit"}
+    assert set(c.sources["matmul_efficiency"]) | set(c.sources["dp_exposure"][:1]) == fit
+    for i in c.sources["matmul_efficiency"]:
         step, row = published_step(ROWS[i]), ROWS[i]
         assert (step.mfu if row.metric == "mfu" else step.hfu) == pytest.approx(row.printed, rel=1e-9)
+    # the exposure: 8-way data parallelism adds to the 530B step what it added in the paper (54.2 % against 56.0 %)
+    (dp8, alone), rows = (published_step(ROWS[i]) for i in c.sources["dp_exposure"]), [ROWS[i] for i in c.sources["dp_exposure"]]
+    printed = [published_model(r).training_flops_per_token * r.global_batch * r.seq
+               / (r.printed * r.nodes * 8 * dl.accelerator("A100").bf16_flops) for r in rows]  # seconds, as printed
+    assert printed[0] - printed[1] == pytest.approx(39.15 - 37.83, rel=0.05)  # section 6.3's two steps
+    assert dp8.step_time - alone.step_time == pytest.approx(printed[0] - printed[1], rel=1e-9)
+    assert dp8.breakdown["dp_comm"] == pytest.approx(dp8.step_time - alone.step_time, rel=1e-9)
 
 
-def test_held_out_predictions_stay_near_the_printed_figures():
-    errors = []
-    for r in dl.published_layouts():
-        if r.role == "held_out":
-            s = published_step(r)
-            errors.append(abs((s.mfu if r.metric == "mfu" else s.hfu) / r.printed - 1))
-    assert statistics.median(errors) < 0.15
-    assert max(errors) < 0.40
+def _held_out_errors() -> dict:
+    return {r.id: (lambda s: (s.mfu if r.metric == "mfu" else s.hfu) / r.printed - 1)(published_step(r))
+            for r in dl.published_layouts() if r.role == "held_out"}
+
+
+def test_held_out_predictions_worst_under_a_quarter_and_median_under_eight_percent():
+    """Issue 35's bounds. Before the data-parallel exposure was fitted on a difference, selective recomputation
+    paid for its second pass over the attention core, ZeRO-3 paid per module and Llama 3's rows had their memory
+    measures, the worst was 35 % (Megatron-LM's 7.5B) and the median 10 %."""
+    errors = _held_out_errors()
+    assert len(errors) >= 28
+    assert max(abs(e) for e in errors.values()) < 0.25, max(errors, key=lambda k: abs(errors[k]))
+    assert statistics.median(abs(e) for e in errors.values()) < 0.08
+
+
+def test_the_small_models_of_table_1_are_no_longer_a_third_low():
+    errors = _held_out_errors()
+    small = [errors[f"megatron2021_t1_{n}"] for n in ("1.7b", "3.6b", "7.5b", "18.4b")]
+    assert all(-0.25 < e < 0 for e in small)  # still low: the residual the chapter names
 
 
 def test_korthikanti_iteration_times_follow_from_their_mfu_in_our_flop_count():
@@ -274,19 +308,57 @@ def test_the_published_cluster_is_the_rows_hardware():
     assert c.nic_bandwidth_per_gpu == pytest.approx(dl.gbit_to_bytes_per_s(400))
 
 
-def test_llama3_8k_without_recomputation_is_the_memory_models_known_miss():
-    """Llama 3 trained 8K sequences without activation checkpointing; the memory model says it needs 97 GB at DP 64.
-
-    Korthikanti's counts are for multi-head attention and a GeLU MLP, and the in-flight count is Megatron's
-    ``p + (p - 1)/v``. If the memory model learns GQA, SwiGLU or Llama's lighter first stage, this flips:
-    then record ``recompute = none`` in the published row.
-    """
+def test_llama3_8k_fits_without_recomputation_only_with_its_lighter_end_stages():
+    """Llama 3 trained 8K sequences without activation checkpointing (section 3.3.2), after taking one layer off
+    the first and the last stage. Counted with every chunk of the first stage full, it does not fit; with its first
+    chunk a layer lighter (that chunk holds the most microbatches, 2p - 1 of them), it does."""
     row = ROWS["llama3_405b_8k_8192"]
-    bare = dl.layout_step(published_model(row), published_cluster(row), global_batch=row.global_batch, dp=row.dp,
-                          tp=8, pp=16, zero=2, recompute="none", schedule="interleaved", attention="flash")
-    assert not bare.fits and bare.memory_bytes < 1.2 * bare.hbm_bytes
-    assert abs(bare.mfu / row.printed - 1) < 0.05  # and then the step time is the paper's
-    assert published_step(row).recompute != "none" and published_step(row).fits
+    assert row.recompute == "none" and row.lighter_ends
+    kw = dict(global_batch=row.global_batch, dp=row.layout.dp, tp=8, pp=16, zero=2, recompute="none",
+              schedule="interleaved", attention="flash", recipe=row.recipe, chunks=4)
+    full, light = (dl.layout_step(published_model(row), published_cluster(row), lighter_ends=e, **kw)
+                   for e in (False, True))
+    assert not full.fits and light.fits
+    assert light.memory["activations"] == pytest.approx(full.memory["activations"] * (31 * 1 + 48 * 2) / (79 * 2))
+    assert light.step_time == full.step_time  # the middle stages set the pace
+    assert published_step(row).fits and published_step(row).recompute == "none"
+
+
+def test_fp32_gradients_cost_two_bytes_a_parameter_and_double_the_gradient_traffic():
+    c = a100(8)
+    kw = dict(global_batch=64, dp=8, tp=8, pp=1, zero=0, recompute="full", micro_batch=1)
+    b16, f32 = (dl.layout_step(GPT3, c, recipe=r, **kw) for r in ("mixed_precision_adam", "fp32_grads_adam"))
+    assert f32.memory["grads"] == pytest.approx(2 * b16.memory["grads"])
+    state = sum(f32.memory[k] for k in ("weights", "grads", "optimizer", "master"))
+    assert state == pytest.approx(18 * GPT3.params / 8)
+    assert f32.breakdown["dp_comm"] > 1.9 * b16.breakdown["dp_comm"]  # an all-reduce of twice the bytes
+    assert f32.recipe == "fp32_grads_adam"
+    with pytest.raises(ValueError, match="recipe must be one of"):
+        dl.layout_step(GPT3, c, recipe="fp8", **kw)
+
+
+def test_zero3_pays_a_collectives_latency_per_module_so_its_traffic_grows_with_the_ranks():
+    """At a fixed microbatch, ZeRO-3's bytes per GPU stay while each module's collective spans more ranks."""
+    shares = []
+    for nodes in (16, 64, 256):
+        c = a100(nodes)
+        r = dl.layout_step(GPT3, c, global_batch=c.p, dp=c.p, tp=1, pp=1, zero=3, recompute="full",
+                           sequence_parallel=False, micro_batch=1)
+        shares.append(r.breakdown["dp_comm"])
+    assert shares[0] < shares[1] < shares[2]
+
+
+def test_selective_recomputation_moves_the_attention_cores_bytes_again():
+    c = a100(1)
+    kw = dict(global_batch=8, dp=1, tp=8, pp=1, micro_batch=1, sequence_parallel=True)
+    none, sel = (dl.layout_step(GPT3, c, recompute=m, **kw) for m in ("none", "selective"))
+    core = (dl.activation_bytes_per_layer(2048, 1, 12288, 96, tp=8, sequence_parallel=True)
+            - dl.activation_bytes_per_layer(2048, 1, 12288, 96, tp=8, sequence_parallel=True, recompute="selective"))
+    kept = dl.activation_bytes_per_layer(2048, 1, 12288, 96, tp=8, sequence_parallel=True)
+    assert sel.breakdown["memory_bound"] / none.breakdown["memory_bound"] == pytest.approx((kept + core / 3) / kept)
+    flash = dict(kw, attention="flash")
+    assert (dl.layout_step(GPT3, c, recompute="selective", **flash).breakdown["memory_bound"]
+            == pytest.approx(dl.layout_step(GPT3, c, recompute="none", **flash).breakdown["memory_bound"]))
 
 
 def test_hfu_counts_recomputation_apart_from_mfu_and_stays_near_korthikantis_printed_hfu():
@@ -295,6 +367,17 @@ def test_hfu_counts_recomputation_apart_from_mfu_and_stays_near_korthikantis_pri
         assert s.hfu > s.mfu
         assert s.hfu / s.mfu < r.printed_hfu / r.printed  # they charge selective recomputation 12 s h, we 4 s h
         assert abs(s.hfu / r.printed_hfu - 1) < 0.05
+
+
+def test_every_published_row_has_a_residual_and_a_cause_smallest_model_first():
+    res = dl.planner.step.published_residuals()
+    assert {r.row.id for r in res} == set(ROWS)
+    sizes = [published_model(r.row).params for r in res]
+    assert sizes == sorted(sizes)
+    assert all(r.cause and r.term != "compute" and 0 < r.share < 1 for r in res)
+    assert {r.row.id for r in res if r.cause == "fitted"} == {"korthikanti2022_22b", "korthikanti2022_1t"}
+    with pytest.raises(ValueError, match="row_id must start with one of"):
+        dl.planner.published.residual_cause("gpt4")
 
 
 def test_a_steps_name_and_layout_say_what_it_ran():

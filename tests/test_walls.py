@@ -5,7 +5,7 @@ import pickle
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import distlib as dl
@@ -327,3 +327,74 @@ def test_gradient_bytes_follow_the_stage_traffic_factor_when_weights_and_gradien
 def test_the_cluster_step_counts_the_training_flops_of_walls():
     s = dl.cluster_step(p=8, params=7e9, link_bandwidth=100e9, flops_per_gpu=1e15, mfu=0.5, tokens_per_gpu=4096)
     assert s.flops_per_step == dl.training_flops(7e9, 4096) == W.FLOPS_PER_PARAM_TOKEN * 7e9 * 4096
+
+
+# ---- Part IV: where the walls meet ------------------------------------------------------------------------------
+
+def test_an_fp8_peak_is_twice_the_bf16_peak_where_there_is_one():
+    for name in ("H100", "H200", "B200"):
+        assert dl.dense_peak(name, precision="fp8") == 2 * dl.accelerator(name).bf16_flops
+    assert dl.dense_peak("A100") == dl.accelerator("A100").bf16_flops
+    with pytest.raises(ValueError, match="A100 has no FP8"):
+        dl.dense_peak("A100", precision="fp8")
+    with pytest.raises(ValueError, match="precision must be one of"):
+        dl.dense_peak("H100", precision="fp4")
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.sampled_from([8, 16, 64, 256]), st.sampled_from([1, 2, 4, 8]), st.floats(1e9, 1e12))
+def test_hsdp_is_zero3_in_the_group_and_an_allreduce_of_its_shard_across(dp, shard, params):
+    if shard > dp:
+        return
+    state = dl.hsdp_state_bytes_per_gpu(params, recipe="mixed_precision_adam", dp=dp, shard=shard)
+    assert state == pytest.approx(16 * params / shard)
+    b = dl.hsdp_comm_bytes_per_gpu(params, dp=dp, shard=shard)
+    assert b["shard"] == pytest.approx(dl.gradient_comm_bytes_per_gpu(params, shard, stage=3) if shard > 1 else 0)
+    assert b["replicas"] == pytest.approx(dl.ring_bytes_per_rank(2 * params / shard, dp // shard))
+    # the ends: shard = dp is ZeRO-3, shard = 1 is DDP
+    full = dl.hsdp_comm_bytes_per_gpu(params, dp=dp, shard=dp)
+    assert full["replicas"] == 0 and full["shard"] == pytest.approx(dl.gradient_comm_bytes_per_gpu(params, dp, stage=3))
+    assert dl.hsdp_comm_bytes_per_gpu(params, dp=dp, shard=1)["replicas"] == pytest.approx(
+        dl.gradient_comm_bytes_per_gpu(params, dp, stage=0))
+
+
+def test_hsdp_rejects_a_shard_that_does_not_divide_the_replicas():
+    with pytest.raises(ValueError, match="shard must divide dp"):
+        dl.hsdp_state_bytes_per_gpu(7e9, recipe="mixed_precision_adam", dp=12, shard=8)
+    with pytest.raises(ValueError, match=r"shard must be an integer in \[1, 8\]"):
+        dl.hsdp_comm_bytes_per_gpu(7e9, dp=8, shard=16)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.sampled_from([0, 1, 2, 3]), st.integers(1, 16), st.sampled_from([2, 8, 64]))
+def test_accumulation_costs_what_each_stage_must_send_per_microbatch(stage, k, p):
+    one = dl.accumulation_comm_bytes_per_gpu(7e9, p, stage=stage, accumulation=1)
+    assert one == pytest.approx(dl.gradient_comm_bytes_per_gpu(7e9, p, recipe="mixed_precision_adam", stage=stage))
+    many = dl.accumulation_comm_bytes_per_gpu(7e9, p, stage=stage, accumulation=k)
+    if stage <= 1:
+        assert many == pytest.approx(one)  # no_sync: sum locally, reduce once
+        every = dl.accumulation_comm_bytes_per_gpu(7e9, p, stage=stage, accumulation=k, sync_every_microbatch=True)
+        assert every >= many
+    else:
+        assert many >= one and (k == 1 or many > one)  # ZeRO-2 reduce-scatters, ZeRO-3 also gathers, each microbatch
+    held = [dl.accumulation_grad_bytes_per_gpu(7e9, dp=p, stage=stage, reduce_every_microbatch=e) for e in (True, False)]
+    assert held[1] == 2 * 7e9 and held[0] == (2 * 7e9 / p if stage >= 2 else 2 * 7e9)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.floats(1e12, 1e16), st.floats(1e9, 1e12), st.integers(2, 4096), st.floats(0.05, 1.0))
+def test_at_the_fsdp_threshold_a_steps_compute_equals_its_zero3_traffic(c, w, p, mfu):
+    tokens = dl.fsdp_compute_bound_tokens(c, w, p=p, mfu=mfu)
+    params = 7e9
+    compute = dl.training_flops(params, tokens) / (mfu * c)
+    traffic = dl.gradient_comm_bytes_per_gpu(params, p, recipe="mixed_precision_adam", stage=3) / w
+    assert compute == pytest.approx(traffic, rel=1e-9)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.floats(1e12, 1e16), st.floats(1e9, 1e12), st.integers(2, 64))
+def test_at_the_tp_threshold_a_layers_products_equal_its_allreduces(c, w, t):
+    h = dl.tp_compute_bound_hidden(c, w, tp=t)
+    flops = 72 * h * h / t  # per token and layer, forward and backward, one GPU
+    sent = 4 * dl.cost_coefficients("allreduce", t)[1] * 2 * h  # four ring all-reduces of 2h bytes
+    assert flops / c == pytest.approx(sent / w, rel=1e-9)

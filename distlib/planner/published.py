@@ -1,18 +1,22 @@
 """Published training layouts and the utilization their papers print (``data/published_layouts.csv``).
 
 Each row is one run: the model's shape, the cluster (accelerator, nodes, the
-node's scale-out rate), the layout (``dp``, ``tp``, ``pp``, ``cp``, ZeRO stage,
-recomputation, sequence parallelism, schedule, chunks, microbatch) and the
-printed figure, with its ``source``. An empty layout field is one the source
-does not print; the planner (:func:`distlib.planner.step.layout_step`, or
-:func:`distlib.planner.step.plan_layouts` for a degree) picks it. ``metric`` says
-which utilization the source prints: ``"mfu"`` (model FLOPs: PaLM,
-Korthikanti et al. 2022, Llama 3) or ``"hfu"`` (FLOPs the hardware ran,
-recomputation included: Megatron-LM 2021's "% of theoretical peak", BLOOM's
-TFLOPs); ``printed_hfu`` is the HFU a source prints beside its MFU
-(Korthikanti et al.'s Table 5). ``role`` is ``"fit"`` for the three rows the planner's constants are
-computed from (:func:`distlib.planner.step.planner_constants`); every other row is
-a prediction.
+node's scale-out rate), the layout (``dp``, ``tp``, ``pp``, ``cp`` and its kind,
+ZeRO stage, sequence parallelism, schedule and chunks, held as one
+:class:`~distlib.layout.Layout`), how each GPU ran it (recomputation,
+microbatch, attention kernel, the recipe of bytes a parameter keeps, and
+whether the first and last stages hold a layer fewer) and the printed figure,
+with its ``source``. Every row prints its four degrees; an empty field is one
+the source does not print (the chunks, the microbatch, the recomputation), and
+the planner (:func:`distlib.planner.step.published_step`) picks it, the fastest
+that fits. ``metric`` says which utilization the source prints: ``"mfu"``
+(model FLOPs: PaLM, Korthikanti et al. 2022, Llama 3) or ``"hfu"`` (FLOPs the
+hardware ran, recomputation included: Megatron-LM 2021's "% of theoretical
+peak", BLOOM's TFLOPs); ``printed_hfu`` is the HFU a source prints beside its
+MFU (Korthikanti et al.'s Table 5). ``role`` is ``"fit"`` for the three rows
+the planner's constants are computed from
+(:func:`distlib.planner.step.planner_constants`); every other row is a
+prediction.
 """
 
 from __future__ import annotations
@@ -22,16 +26,27 @@ from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
 
-__all__ = ["PublishedLayout", "published_layouts"]
+from ..layout import Layout
+
+__all__ = ["LAYOUT_COLUMNS", "RESIDUAL_CAUSES", "PublishedLayout", "published_layouts", "residual_cause"]
 
 _INTS = ("layers", "hidden", "heads", "seq", "vocab", "ffn_hidden", "kv_heads", "nodes", "nics", "global_batch", "dp",
          "tp", "pp", "cp", "zero", "chunks", "micro_batch")
-_BOOLS = ("gated_ffn", "biases", "tied_embeddings", "learned_positions", "sequence_parallel")
+_BOOLS = ("gated_ffn", "biases", "tied_embeddings", "learned_positions", "sequence_parallel", "lighter_ends")
+#: The CSV's columns that make up a row's :class:`~distlib.layout.Layout`.
+LAYOUT_COLUMNS = ("dp", "tp", "pp", "cp", "cp_kind", "zero", "sequence_parallel", "schedule", "chunks")
 
 
 @dataclass(frozen=True)
 class PublishedLayout:
-    """One published run (see the module's docstring); ``None`` where the source prints nothing."""
+    """One published run (see the module's docstring); ``None`` where the source prints nothing.
+
+    ``layout`` is the run's :class:`~distlib.layout.Layout` (its ``chunks`` ``None`` where the source does not
+    print them, its ``microbatches`` the global batch over ``dp`` microbatches of ``micro_batch`` sequences, or
+    ``None`` with the microbatch unprinted); ``recompute``, ``micro_batch`` and ``attention`` are how each GPU
+    ran it, ``recipe`` the bytes a parameter keeps (:data:`distlib.walls.RECIPES`) and ``lighter_ends``
+    whether its first and last stages hold a layer fewer (Llama 3's measure against their memory imbalance).
+    """
 
     id: str
     role: str
@@ -55,17 +70,12 @@ class PublishedLayout:
     nics: int
     network: str
     global_batch: int
-    dp: int
-    tp: int | None
-    pp: int | None
-    cp: int
-    zero: int
+    layout: Layout
     recompute: str | None
-    sequence_parallel: bool
-    schedule: str
-    chunks: int | None
     micro_batch: int | None
     attention: str
+    recipe: str
+    lighter_ends: bool
     source: str
     note: str
 
@@ -82,6 +92,16 @@ def _value(name: str, text: str):
     return text
 
 
+def _row(values: dict) -> PublishedLayout:
+    """A CSV row's values as a :class:`PublishedLayout`: the layout columns become its :class:`Layout`."""
+    degrees = {k: values.pop(k) for k in LAYOUT_COLUMNS}
+    if degrees["cp_kind"] is None:  # printed only where cp > 1 (Llama 3's all-gather); else the Layout's default
+        del degrees["cp_kind"]
+    b = values["micro_batch"]
+    microbatches = values["global_batch"] // (degrees["dp"] * b) if b else None
+    return PublishedLayout(layout=Layout(**degrees, microbatches=microbatches), **values)
+
+
 @lru_cache(maxsize=None)
 def published_layouts() -> tuple:
     """Every row of ``data/published_layouts.csv``, as :class:`PublishedLayout`.
@@ -90,10 +110,47 @@ def published_layouts() -> tuple:
     --------
     >>> rows = {r.id: r for r in published_layouts()}
     >>> r = rows["llama3_405b_8k_16384"]
-    >>> r.dp * r.tp * r.pp * r.cp == r.nodes * 8, r.metric, r.printed
-    (True, 'mfu', 0.41)
+    >>> r.layout.ranks == r.nodes * 8, (r.layout.dp, r.layout.tp, r.layout.pp, r.layout.zero), r.metric, r.printed
+    (True, (128, 8, 16, 2), 'mfu', 0.41)
+    >>> r.layout.chunks is None, r.recipe       # chunks unprinted; gradients reduced in fp32
+    (True, 'fp32_grads_adam')
     >>> sorted(r.id for r in rows.values() if r.role == "fit")
     ['korthikanti2022_1t', 'korthikanti2022_22b', 'korthikanti2022_530b_dp8']
     """
     text = resources.files("distlib").joinpath("data/published_layouts.csv").read_text(encoding="utf-8")
-    return tuple(PublishedLayout(**{k: _value(k, v) for k, v in row.items()}) for row in csv.DictReader(text.splitlines()))
+    return tuple(_row({k: _value(k, v) for k, v in row.items()}) for row in csv.DictReader(text.splitlines()))
+
+
+#: What the planner leaves out where a published row's residual comes from, by the start of the row's id (the
+#: longest match wins), short enough for a table's column; chapter 13 says each at length. Each names what the
+#: model does not do, not what the run did; the residual's size is :func:`distlib.planner.step.published_residuals`'s.
+RESIDUAL_CAUSES = {
+    "megatron2021_t1_": "small layers at constants fitted on large ones",
+    "megatron2021_t1_145": "matmul efficiency fitted on 2022's code",
+    "megatron2021_t1_310": "matmul efficiency fitted on 2022's code",
+    "megatron2021_t1_529": "matmul efficiency fitted on 2022's code",
+    "megatron2021_t1_1008": "matmul efficiency fitted on 2022's code",
+    "megatron2021_t2_zero3_": "DeepSpeed's prefetch not modelled",
+    "megatron2021_t2_ptd_": "chunks the planner's; thin stages free",
+    "korthikanti2022_": "the fitted constants, interleaved",
+    "korthikanti2022_22b": "fitted",
+    "korthikanti2022_1t": "fitted",
+    "korthikanti2022_530b_dp8": "DP term fitted; the rest the 530B's",
+    "llama3_405b_8k_": "FSDP's overlap charged in full",
+    "llama3_405b_128k_": "attention at the products' efficiency",
+    "bloom_": "Omni-Path as InfiniBand, uncalibrated",
+}
+
+
+def residual_cause(row_id: str) -> str:
+    """What the planner leaves out where ``row_id``'s residual comes from (:data:`RESIDUAL_CAUSES`).
+
+    >>> residual_cause("megatron2021_t1_1.7b")
+    'small layers at constants fitted on large ones'
+    >>> residual_cause("korthikanti2022_1t")
+    'fitted'
+    """
+    keys = [k for k in RESIDUAL_CAUSES if row_id.startswith(k)]
+    if not keys:
+        raise ValueError(f"row_id must start with one of {', '.join(RESIDUAL_CAUSES)}, got {row_id!r}")
+    return RESIDUAL_CAUSES[max(keys, key=len)]
