@@ -129,6 +129,7 @@ def test_step_bars_write_a_time_after_its_lane_when_the_bar_is_too_short():
     bars.update(slow)
     assert comm.get_ha() == "center" and step.get_text().startswith("step ")
     assert "\n" in bars.title.get_text()  # verdict on its own line
+    assert bars.title.get_text().startswith("1,024 GPUs: ")  # the picture says which p it is for
 
 
 def test_ring_animation_comes_twice_in_the_static_book(monkeypatch, tmp_path):

@@ -115,6 +115,40 @@ def test_every_live_static_control_drives_a_stack_of_distinct_frames(built, name
         assert id(c) in linked or (c.disabled and "static page" in notes), c.description
 
 
+def _picture(node):
+    """The wide picture's file a subtree shows with every Stack at its selected child (None: no picture)."""
+    if isinstance(node, w.Stack):
+        return _picture(node.children[node.selected_index])
+    if isinstance(node, w.HTML) and "<picture" in node.value:
+        return _src(node.value, "src")
+    for child in getattr(node, "children", ()):
+        found = _picture(child)
+        if found is not None:
+            return found
+    return None
+
+
+def _stacks(node):
+    """Every Stack of a frame tree, each once."""
+    if isinstance(node, w.Stack):
+        yield node
+    for child in getattr(node, "children", ()):
+        yield from _stacks(child)
+
+
+@pytest.mark.parametrize("name", WIDGETS)
+def test_every_step_of_a_live_control_changes_the_picture(built, name):
+    """Wherever the other controls stand, moving one live control to its next grid value shows another
+    picture: a slider whose step changed nothing on the static page would look broken to a reader (issue 40:
+    chapter 1's GPU count moved the all-reduce by less than its printed digits)."""
+    wdg, _ = built(WIDGETS[name])
+    same = []
+    for stack in _stacks(wdg):
+        shown = [_picture(child) for child in stack.children]
+        same += [(i, shown[i]) for i in range(len(shown) - 1) if shown[i] == shown[i + 1]]
+    assert not same, f"{len(same)} steps of a control leave the picture as it was, e.g. {same[:3]}"
+
+
 def test_the_prose_values_are_grid_points_and_selected_first(built):
     cw, _ = built(CollectivesWidget)
     sel = {c.description: c for c in _walk(cw) if isinstance(c, w.SelectionSlider)}

@@ -332,7 +332,9 @@ class StepBars:
         verdict = "communication-bound" if step.communication_bound else "compute-bound"
         no, yes = f"{step.utilization_no_overlap:.0%}", f"{step.utilization_overlap:.0%}"
         sep = ",\n" if self.narrow else ", "
-        self.title.set_text(f"{verdict}\nGPU busy {no} without overlap{sep}{yes} with")
+        # the GPU count leads: past a few hundred GPUs the ring's 2(p-1)/p barely moves the bars (chapter 1's
+        # point), and a reader who moves p must still see which p the picture is for
+        self.title.set_text(f"{step.p:,} GPUs: {verdict}\nGPU busy {no} without overlap{sep}{yes} with")
         self.title.set_color("#D55E00" if step.communication_bound else "#009E73")
         return self
 
