@@ -366,6 +366,14 @@ def _breakdown(t: _Terms, c: PlannerConstants) -> dict:
     return {name: out[name] for name in BREAKDOWN_TERMS}
 
 
+def _layer_slots(model: Transformer, lighter_ends: bool) -> int:
+    """The layer places a pipeline cuts into chunks: the model's layers, and with ``lighter_ends`` one place more
+    on each end stage, which holds the embedding or the output layer there instead (Llama 3 405B: 126 layers in
+    128 places, so one layer a chunk on 16 stages of 8 chunks, "the first model chunk on the first stage has only
+    the embedding", section 3.3.2)."""
+    return model.layers + (2 if lighter_ends else 0)
+
+
 def _first_stage_weights(model: Transformer, lay: _Plan) -> list:
     """Layers in each chunk of the first stage: ``ceil(layers / (p v))`` each, the first chunk one fewer with
     ``lighter_ends`` (Llama 3's measure: the first stage also holds the embedding, the last the output layer)."""
@@ -436,7 +444,8 @@ def _layout(model: Transformer, cluster: GpuCluster, global_batch: int, *, dp, t
     schedule = check_choice("schedule", schedule, LAYOUT_SCHEDULES)
     if chunks is not None:
         chunks = check_int("chunks", chunks, minimum=2 if schedule == "interleaved" else 1,
-                           maximum=max(1, model.layers // pp) if schedule == "interleaved" else 1)
+                           maximum=max(1, math.ceil(_layer_slots(model, lighter_ends) / pp)) if schedule == "interleaved"
+                           else 1)
     if micro_batch is not None:
         micro_batch = check_int("micro_batch", micro_batch, minimum=1)
         if (global_batch // dp) % micro_batch:
@@ -457,7 +466,7 @@ def _choices(model: Transformer, global_batch: int, lay: _Plan) -> list:
     if lay.layout.chunks:
         chunks = [lay.layout.chunks]
     elif lay.layout.schedule == "interleaved" and lay.layout.pp > 1:
-        chunks = [v for v in (2, 3, 4, 6, 8) if lay.layout.pp * v <= model.layers]
+        chunks = [v for v in (2, 3, 4, 6, 8) if lay.layout.pp * v <= _layer_slots(model, lay.lighter_ends)]
     else:
         chunks = [1]
     return [replace(lay, layout=replace(lay.layout, chunks=v, microbatches=per_dp // b), micro_batch=b)
