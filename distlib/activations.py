@@ -21,8 +21,10 @@ Where the numbers come from: ``10 sbh`` are the two layer norms' inputs, the
 two dropout masks and the inputs of the attention block and of the MLP, which
 tensor parallelism leaves whole on every GPU and sequence parallelism splits
 ``t`` ways; ``24 sbh`` are the parts inside the tensor-parallel matrix
-multiplies; ``5 a s^2 b`` are the attention scores, their softmax and its
-dropout mask, which selective recomputation recomputes instead of keeping.
+multiplies; ``5 a s^2 b`` are the softmax's output (``2 a s^2 b``), its dropout
+mask (``a s^2 b``) and the dropout's output (``2 a s^2 b``), which selective
+recomputation recomputes instead of keeping (Korthikanti et al. 2022, section
+4.1: the raw scores ``QK^T`` are not kept for the backward pass).
 Full recomputation keeps only the layer's input, ``2 sbh``; with sequence
 parallelism that input is held split along the sequence, so ``2 sbh / t``
 (Table 2 lists the unsplit ``2 sbh``).
