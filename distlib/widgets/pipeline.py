@@ -69,7 +69,7 @@ class PipelineWidget(FigureWidget):
     """
 
     #: the chapter's widget as the static-frame tests build it (its constructor's keywords)
-    EXAMPLE = dict(kind="1f1b", stages=4, microbatches=8)
+    EXAMPLE = dict(kind="interleaved", stages=4, microbatches=8, chunks=2)  # chapter 12's
     #: bad constructor arguments: (label, keywords, error type, text the one-line message must contain)
     BAD_INPUTS = (
         ("unknown pipeline schedule", dict(kind="pipedream"), ValueError, "'gpipe', '1f1b', 'interleaved'"),
