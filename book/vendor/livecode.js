@@ -174,7 +174,19 @@
     // Only where a kernel can answer: a page opened from the address
     // workshop.sh prints, or a later page of the same book (remembered in this
     // site's local storage). A reader of the public book never sees it.
-    if (!hashed && !remembered()) return;
+    // Chapters only: the guide and the other book pages run nothing a room needs.
+    if (!/\/notebooks\/[^\/]+\.html$/.test(location.pathname)) return;
+    if (hashed) { show(); return; }
+    // A remembered server shows the button only while it answers: the same address may later serve the
+    // book from a plain file server, with no JupyterLab behind it (issue 40). The request goes only to the
+    // remembered local address (parseServer allows no other), and an opaque answer is enough.
+    var server = remembered();
+    if (!server || !parseServer(server.baseUrl)) return;
+    fetch(server.baseUrl + "/api", { mode: "no-cors", cache: "no-store" }).then(show, function () {});
+  }
+
+  function show() {
+    if (document.getElementById("distbook-live-button")) return;
     var bar = document.createElement("div");
     bar.className = "distbook-live-bar";
     var button = document.createElement("button");

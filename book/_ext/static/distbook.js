@@ -84,3 +84,99 @@
   });
   window.addEventListener("resize", mark);
 })();
+
+// The keyboard (issue 40). A skip link after the theme's "Skip to main
+// content", on pages with a widget, takes focus to the first widget's first
+// control that works here (158 Tab presses led to chapter 11's otherwise). A
+// group of toggle buttons is one Tab stop, the chosen option, and the arrow
+// keys choose another, as a radio group does (WAI-ARIA's pattern); before,
+// every option was a Tab stop and arrows did nothing. The widgets are drawn
+// by the widget manager after the page loads, so both wait for them.
+(function () {
+  var LIVE = "input:not([disabled]), select:not([disabled]), button:not([disabled]), [tabindex='0']";
+
+  function usable(el) {
+    return !el.closest(".distlib-fixed") && el.offsetParent !== null && el.tabIndex >= 0;
+  }
+
+  function firstControl() {
+    var widget = document.querySelector(".distlib-widget");
+    if (!widget) return null;
+    var all = widget.querySelectorAll(LIVE);
+    for (var i = 0; i < all.length; i++) if (usable(all[i])) return all[i];
+    return null;
+  }
+
+  function addSkip() {
+    var widget = document.querySelector(".distlib-widget");
+    if (!widget || document.getElementById("distbook-skip-widget")) return;
+    if (!widget.id) widget.id = "distbook-first-widget";
+    var a = document.createElement("a");
+    a.id = "distbook-skip-widget";
+    a.className = "distbook-skip";
+    a.href = "#" + widget.id;
+    a.textContent = "Skip to the interactive figure";
+    a.addEventListener("click", function (e) {
+      var control = firstControl();
+      if (!control) return;
+      e.preventDefault();
+      control.focus();
+      control.scrollIntoView({ block: "center" });
+    });
+    var theirs = document.querySelector("#pst-skip-link, .skip-link");
+    if (theirs && theirs.parentNode) theirs.parentNode.insertBefore(a, theirs.nextSibling);
+    else document.body.insertBefore(a, document.body.firstChild);
+  }
+
+  function buttons(group) {
+    return Array.prototype.filter.call(group.querySelectorAll("button"), function (b) { return !b.disabled; });
+  }
+
+  function rove(group) {
+    var all = buttons(group);
+    if (!all.length || group.closest(".distlib-fixed")) return;
+    var chosen = all.filter(function (b) { return b.classList.contains("mod-active"); })[0] || all[0];
+    group.setAttribute("role", "radiogroup");
+    all.forEach(function (b) {
+      b.setAttribute("role", "radio");
+      b.setAttribute("aria-checked", b === chosen ? "true" : "false");
+      b.tabIndex = b === chosen ? 0 : -1;
+    });
+  }
+
+  function roveAll() {
+    document.querySelectorAll(".distlib-widget .widget-toggle-buttons").forEach(rove);
+  }
+
+  document.addEventListener("keydown", function (e) {
+    var b = e.target;
+    if (!b || b.tagName !== "BUTTON") return;
+    var group = b.closest(".distlib-widget .widget-toggle-buttons");
+    if (!group) return;
+    var step = { ArrowRight: 1, ArrowDown: 1, ArrowLeft: -1, ArrowUp: -1 }[e.key];
+    if (!step) return;
+    var all = buttons(group);
+    var next = all[(all.indexOf(b) + step + all.length) % all.length];
+    e.preventDefault();
+    next.click();
+    next.focus();
+    setTimeout(function () { rove(group); }, 0);
+  });
+  document.addEventListener("click", function (e) {
+    var group = e.target && e.target.closest && e.target.closest(".distlib-widget .widget-toggle-buttons");
+    if (group) setTimeout(function () { rove(group); }, 0);
+  });
+
+  var pending = false;
+  function refresh() {
+    if (pending) return;
+    pending = true;
+    setTimeout(function () { pending = false; addSkip(); roveAll(); }, 100);
+  }
+  function start() {
+    refresh();
+    new MutationObserver(refresh).observe(document.body, { childList: true, subtree: true });
+  }
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);
+  else start();
+})();
