@@ -30,10 +30,13 @@ CHECK_TAG = "nbval-check-output"
 SETUP_TAG = "colab-setup"
 
 # A chapter that starts MPI ranks or the benchmark needs the `mpi` extra
-# (mpi4py and the mpich wheel, whose own mpiexec distlib uses). torch is not an
+# (mpi4py and the mpich wheel, whose own mpiexec distlib uses); the worker
+# programs of distlib.examples are started on MPI ranks too (chapter 8's
+# pipelined CG ran only where an earlier chapter had installed MPICH). torch is not an
 # extra of the set-up cell: Colab has it, and elsewhere `pip install torch`
 # would fetch a CUDA build of several GB (see README for the CPU-only index).
-NEEDS_MPI = re.compile(r"\b(distlib\.engines|distlib\.train|distlib\.bench|distlib\.minicluster|mpi4py|run_mpi|try_mpi)\b")
+NEEDS_MPI = re.compile(r"\b(distlib\.engines|distlib\.train|distlib\.bench|distlib\.minicluster|distlib\.examples|mpi4py|"
+                       r"run_mpi|try_mpi)\b")
 SOURCE_REF = "main"  # the reader copies (tools/reader_notebooks.py) pin the built commit instead
 
 

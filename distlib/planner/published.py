@@ -112,8 +112,8 @@ def published_layouts() -> tuple:
     >>> r = rows["llama3_405b_8k_16384"]
     >>> r.layout.ranks == r.nodes * 8, (r.layout.dp, r.layout.tp, r.layout.pp, r.layout.zero), r.metric, r.printed
     (True, (128, 8, 16, 2), 'mfu', 0.41)
-    >>> r.layout.chunks is None, r.recipe       # chunks unprinted; gradients reduced in fp32
-    (True, 'fp32_grads_adam')
+    >>> r.layout.chunks, r.recipe   # one layer a chunk (section 3.3.2); gradients reduced in fp32
+    (8, 'fp32_grads_adam')
     >>> sorted(r.id for r in rows.values() if r.role == "fit")
     ['korthikanti2022_1t', 'korthikanti2022_22b', 'korthikanti2022_530b_dp8']
     """
