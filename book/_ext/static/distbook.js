@@ -158,9 +158,8 @@
     var all = buttons(group);
     var next = all[(all.indexOf(b) + step + all.length) % all.length];
     e.preventDefault();
-    next.click();
+    next.click();  // the click listener below moves the Tab stop
     next.focus();
-    setTimeout(function () { rove(group); }, 0);
   });
   document.addEventListener("click", function (e) {
     var group = e.target && e.target.closest && e.target.closest(".distlib-widget .widget-toggle-buttons");
