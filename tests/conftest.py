@@ -142,6 +142,8 @@ def pytest_configure(config):
 def _module_group(item) -> str | None:
     """The test module's name if the item uses a fixture of module (or session) scope defined in that module:
     its tests then run on one xdist worker, so the fixture runs once (``--dist loadgroup``)."""
+    if getattr(getattr(item, "module", None), "SPREAD_OVER_WORKERS", False):
+        return None  # the module says its tests are cheaper spread out, each worker making the fixture again
     defs = getattr(getattr(item, "_fixtureinfo", None), "name2fixturedefs", {}) or {}
     module = item.nodeid.split("::")[0]
     for fixturedefs in defs.values():
@@ -174,6 +176,23 @@ def pytest_collection_modifyitems(session, config, items):
     if os.environ.get("DISTBOOK_HTML") or getattr(config.option, "collectonly", False):
         return
     _start_book_build(_build_dir())
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_finish(session):
+    """In an xdist worker under ``--dist loadgroup``, every grouped test's id must carry its group (xdist adds
+    ``@group`` to it): pytest 9.2 keeps ids where xdist 3.8 cannot write, and the groups then vanished with no
+    error, so each worker built every module fixture again (about 700 s of the suite's time)."""
+    config = session.config
+    if not (_is_worker(config) and config.getvalue("loadgroup")):
+        return
+    lost = [item.nodeid for item in session.items
+            if item.get_closest_marker("xdist_group") is not None and "@" not in item.nodeid]
+    if lost:
+        why = (f"pytest-xdist did not group {len(lost)} tests (e.g. {lost[0]}): pytest and pytest-xdist must be "
+               "the versions requirements.txt pins")
+        print(f"\nconftest.py: {why}", file=sys.__stderr__, flush=True)  # a worker's error reaches no report
+        raise pytest.UsageError(why)
 
 
 def pytest_unconfigure(config):

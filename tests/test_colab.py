@@ -36,6 +36,9 @@ from nbclient import NotebookClient
 from conftest import ROOT, toc_chapters
 
 pytestmark = [pytest.mark.colab, pytest.mark.slow]
+#: Each worker makes its own stand-in runtime (about 20 s) rather than one worker running every chapter in turn,
+#: which would end the suite minutes after the rest (tests/conftest.py groups a module with its own fixture).
+SPREAD_OVER_WORKERS = True
 
 VENV = ROOT / ".venv-colab"
 CHAPTERS = [Path(c).name for c in toc_chapters() if (ROOT / f"{c}.ipynb").exists()]
