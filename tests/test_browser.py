@@ -24,50 +24,6 @@ def _all_pages(html):
     return sorted(str(p.relative_to(html)) for p in html.rglob("*.html") if "_static" not in p.parts)
 
 
-def test_every_page_loads_offline_without_errors(browser, book_server):
-    base, html = book_server
-    pages = _all_pages(html)
-    assert "index.html" in pages and all(c in pages for c in CHAPTERS)
-    problems = []
-    for rel in pages:
-        visit = PageVisit(browser, f"{base}/{rel}")
-        if visit.errors:
-            problems.append(f"{rel}: console errors {visit.errors[:3]}")
-        if visit.outside:
-            problems.append(f"{rel}: requests left the machine {visit.outside[:3]}")
-        visit.close()
-    assert not problems, "\n".join(problems)
-
-
-@pytest.mark.parametrize("chapter", CHAPTERS)
-def test_widgets_render_from_saved_state(browser, book_server, chapter):
-    base, _ = book_server
-    visit = PageVisit(browser, f"{base}/{chapter}")
-    page = visit.page
-    # the saved state renders the widgets' controls (a slider, a menu or toggle buttons: chapter 11 has no slider)
-    controls = ".distlib-widget .widget-slider, .distlib-widget .widget-dropdown, .distlib-widget .widget-toggle-buttons"
-    page.wait_for_selector(controls, timeout=15000)
-    assert page.locator(controls).count() >= 1
-    # every chapter's widget shows a picture drawn at build time
-    imgs = page.locator(".distlib-widget img.distlib-frame")
-    assert imgs.count() >= 1
-    shown = page.locator(".distlib-widget img.distlib-frame:visible").first
-    shown.scroll_into_view_if_needed()
-    page.wait_for_function("img => img.complete && img.naturalWidth > 100", arg=shown.element_handle(), timeout=15000)
-    # the page fetches the frames it shows, not the grid behind the controls: a Stack puts only its
-    # selected frame in the page, and every frame but the first view's is loading=lazy besides
-    page.wait_for_timeout(500)
-    shown = set(page.evaluate("() => [...document.querySelectorAll('img.distlib-frame')]"
-                              ".filter(i => i.offsetParent !== null).map(i => (i.currentSrc || i.src).split('/').pop())"))
-    fetched = {u.split("/")[-1] for u in visit.requested if "/widget-frames/" in u}
-    grid = set(re.findall(r"widget-frames/([0-9a-f]+\.png)",
-                          page.evaluate("() => [...document.querySelectorAll('script[type=\"application/vnd.jupyter.widget-state+json\"]')]"
-                                        ".map(s => s.textContent).join(' ')")))
-    assert fetched <= shown, sorted(fetched - shown)[:5]
-    assert len(grid) > len(fetched), (len(grid), len(fetched))
-    visit.close()
-
-
 def test_ring_play_button_advances_the_step_slider(browser, book_server):
     """The Play widget is linked to the step slider in the browser (jslink),
     so it animates the slider even without a kernel; Font Awesome must not
@@ -280,14 +236,11 @@ def _spoken(label: str) -> list[str]:
     return sorted(n for n in out if len(n) > 3)
 
 
-@pytest.mark.parametrize("chapter", CHAPTERS)
-def test_the_prose_asks_only_for_controls_that_work_here(browser, book_server, chapter):
+def _check_prose_asks(visit, chapter, width):
     """Network off, no kernel: every control a widget's paragraph asks the reader to
     move is live on the static page (the test above moves each live one and sees the
     picture change); no paragraph names a fixed control; fixed controls look dead and
     are listed, with the way to change them, in a line of ordinary-size text."""
-    base, _ = book_server
-    visit = _static_visit(browser, base, chapter)
     widgets = visit.page.evaluate(PROSE_JS)
     asks = PROSE_ASKS[chapter]
     problems = []
@@ -312,7 +265,6 @@ def test_the_prose_asks_only_for_controls_that_work_here(browser, book_server, c
         "() => [...document.querySelectorAll('.distlib-static-note')].map(n => parseFloat(getComputedStyle(n).fontSize))")
     assert all(px >= 14 for px in notes_px), notes_px
     assert not problems, "\n".join(problems)
-    visit.close()
 
 
 # Every picture in a chapter's outputs: figures and widget frames (two-size
@@ -337,13 +289,9 @@ MIN_TEXT_PX = 11 * 96 / 72
 VIEWPORTS = [360, 390, 768, 1280]
 
 
-@pytest.mark.parametrize("width", VIEWPORTS)
-@pytest.mark.parametrize("chapter", CHAPTERS)
-def test_every_picture_is_shown_at_its_own_size_so_its_text_stays_readable(browser, book_server, chapter, width):
+def _check_pictures_at_their_own_size(visit, chapter, width):
     """No picture is shrunk (its 11 pt text would fall below the page's small print) or stretched
     (blurred), at any of these widths: the phone gets the pictures drawn for a phone."""
-    base, _ = book_server
-    visit = _static_visit(browser, base, chapter, viewport={"width": width, "height": 900})
     page = visit.page
     # pictures further down load when scrolled to; scroll through the page first
     page.evaluate("async () => { for (let y = 0; y < document.body.scrollHeight; y += 600) "
@@ -373,15 +321,11 @@ def test_every_picture_is_shown_at_its_own_size_so_its_text_stays_readable(brows
     others = {(p["wide"] if width <= 651 else p["narrow"]).split("/")[-1] for p in pics if p["kind"] == "picture"}
     fetched = {u.split("/")[-1] for u in visit.requested}
     assert not (others - shown) & fetched, sorted((others - shown) & fetched)[:5]
-    assert not visit.errors, visit.errors[:3]
-    visit.close()
 
 
-@pytest.mark.parametrize("width", [390, 360])
-@pytest.mark.parametrize("chapter", CHAPTERS)
-def test_on_a_phone_no_widget_leaves_the_screen(browser, book_server, chapter, width):
-    base, _ = book_server
-    visit = _static_visit(browser, base, chapter, viewport={"width": width, "height": 844})
+def _check_no_widget_leaves_a_phones_screen(visit, chapter, width):
+    """On a phone no part of a widget or animation lies outside the screen unless its own box scrolls sideways,
+    and the page never pans."""
     page = visit.page
     outside = page.evaluate(
         """() => {
@@ -406,16 +350,11 @@ def test_on_a_phone_no_widget_leaves_the_screen(browser, book_server, chapter, w
         }""")
     assert not outside, outside[:8]
     assert page.evaluate("() => document.scrollingElement.scrollWidth") <= width + 1
-    visit.close()
 
 
-@pytest.mark.parametrize("width", [1280, 390, 360])
-@pytest.mark.parametrize("chapter", CHAPTERS)
-def test_tables_stay_tables_and_what_scrolls_sideways_says_so(browser, book_server, chapter, width):
+def _check_tables_stay_tables_and_what_scrolls_says_so(visit, chapter, width):
     """Printed columns keep their lines (wrapped, they zig-zag); a box wider than the column scrolls
     inside itself with its edge faded (``distbook-scrolls``), and the page itself never pans."""
-    base, _ = book_server
-    visit = _static_visit(browser, base, chapter, viewport={"width": width, "height": 900})
     visit.page.wait_for_timeout(1800)  # distbook.js marks the boxes again once MathJax has typeset
     seen = visit.page.evaluate(
         """() => {
@@ -444,12 +383,83 @@ def test_tables_stay_tables_and_what_scrolls_sideways_says_so(browser, book_serv
             })(),
           };
         }""")
-    visit.close()
     assert not seen["cut"], f"inline math cut at the column's edge: {seen['cut'][:5]}"
     assert not seen["unmarked"], seen["unmarked"][:8]
     assert seen["faded"] == seen["scrolls"]
     assert seen["wrapped"] == 0
     assert seen["page"] <= width + 1
+
+
+def _check_every_picture_says_what_it_shows(visit, chapter, width):
+    """Alt text on every image of a chapter: figures name their titles and axes, widget frames their read-out."""
+    missing = visit.page.evaluate(
+        """() => [...document.querySelectorAll('article img')]
+             .filter(i => !(i.getAttribute('alt') || '').trim() || i.getAttribute('alt') === 'figure')
+             .map(i => (i.getAttribute('src') || '').slice(-40))""")
+    assert not missing, missing[:8]
+
+
+def _check_saved_state(visit, chapter, width):
+    """The widgets render from the saved state, each showing a picture drawn at build time, and the page fetches
+    the frames it shows, not the grid behind the controls."""
+    page = visit.page
+    # the saved state renders the widgets' controls (a slider, a menu or toggle buttons: chapter 11 has no slider)
+    controls = ".distlib-widget .widget-slider, .distlib-widget .widget-dropdown, .distlib-widget .widget-toggle-buttons"
+    page.wait_for_selector(controls, timeout=15000)
+    assert page.locator(controls).count() >= 1
+    # every chapter's widget shows a picture drawn at build time
+    imgs = page.locator(".distlib-widget img.distlib-frame")
+    assert imgs.count() >= 1
+    shown = page.locator(".distlib-widget img.distlib-frame:visible").first
+    shown.scroll_into_view_if_needed()
+    page.wait_for_function("img => img.complete && img.naturalWidth > 100", arg=shown.element_handle(), timeout=15000)
+    # the page fetches the frames it shows, not the grid behind the controls: a Stack puts only its
+    # selected frame in the page, and every frame but the first view's is loading=lazy besides
+    page.wait_for_timeout(500)
+    shown = set(page.evaluate("() => [...document.querySelectorAll('img.distlib-frame')]"
+                              ".filter(i => i.offsetParent !== null).map(i => (i.currentSrc || i.src).split('/').pop())"))
+    fetched = {u.split("/")[-1] for u in visit.requested if "/widget-frames/" in u}
+    grid = set(re.findall(r"widget-frames/([0-9a-f]+\.png)",
+                          page.evaluate("() => [...document.querySelectorAll('script[type=\"application/vnd.jupyter.widget-state+json\"]')]"
+                                        ".map(s => s.textContent).join(' ')")))
+    assert fetched <= shown, sorted(fetched - shown)[:5]
+    assert len(grid) > len(fetched), (len(grid), len(fetched))
+
+
+#: What one load of a chapter checks at each width, in this order: the checks that only read the page first, then
+#: the one that waits for MathJax, then the one that scrolls (its lazy pictures load as it goes).
+SWEEP = {
+    1280: [_check_saved_state, _check_prose_asks, _check_every_picture_says_what_it_shows,
+           _check_tables_stay_tables_and_what_scrolls_says_so, _check_pictures_at_their_own_size],
+    768: [_check_pictures_at_their_own_size],
+    390: [_check_no_widget_leaves_a_phones_screen, _check_tables_stay_tables_and_what_scrolls_says_so,
+          _check_pictures_at_their_own_size],
+    360: [_check_no_widget_leaves_a_phones_screen, _check_tables_stay_tables_and_what_scrolls_says_so,
+          _check_pictures_at_their_own_size],
+}
+assert sorted(SWEEP) == sorted(VIEWPORTS)
+
+
+@pytest.mark.parametrize("width", VIEWPORTS)
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_each_chapter_read_at_each_width_passes_every_check_that_reads_the_page(browser, book_server, chapter,
+                                                                                width):
+    """One load of each chapter per width runs every check of ``SWEEP`` (a load is most of a check's cost: the
+    six checks loaded each chapter 140 times, now 56); each failing check is named, and one does not hide the
+    next. The page logs no error and asks nothing of the network."""
+    base, _ = book_server
+    visit = _static_visit(browser, base, chapter, viewport={"width": width, "height": 900})
+    failed = []
+    for check in SWEEP[width]:
+        try:
+            check(visit, chapter, width)
+        except AssertionError as exc:
+            failed.append(f"{check.__name__.removeprefix('_check_')}: {exc}")
+    errors, outside = list(visit.errors), list(visit.outside)
+    visit.close()
+    assert not failed, "\n".join(failed)
+    assert not errors, errors[:3]
+    assert not outside, outside[:3]
 
 
 def test_no_empty_index_page(book_server):
@@ -576,19 +586,6 @@ def test_the_public_pages_offer_no_live_code(browser, book_server):
         visit.close()
 
 
-@pytest.mark.parametrize("chapter", CHAPTERS)
-def test_every_picture_says_what_it_shows(browser, book_server, chapter):
-    """Alt text on every image of a chapter: figures name their titles and axes, widget frames their read-out."""
-    base, _ = book_server
-    visit = _static_visit(browser, base, chapter, viewport={"width": 1280, "height": 900})
-    missing = visit.page.evaluate(
-        """() => [...document.querySelectorAll('article img')]
-             .filter(i => !(i.getAttribute('alt') || '').trim() || i.getAttribute('alt') === 'figure')
-             .map(i => (i.getAttribute('src') || '').slice(-40))""")
-    visit.close()
-    assert not missing, missing[:8]
-
-
 # ---- page weight -------------------------------------------------------------
 #: the most a page may cost a reader at first view, as a host that gzips sends it
 FIRST_VIEW_MAX = 2_000_000
@@ -621,12 +618,13 @@ def _first_view_bytes(browser, url, width):
 
 @pytest.mark.parametrize("width", [390, 1280])
 def test_first_view_of_every_page_is_light(browser, book_server, width):
-    """Network off: what each page loads at first view, gzipped as a host would
-    send it, is printed per page and is at most 2 MB; no page loads Font
-    Awesome's JavaScript or MathJax's full build, and a page without widgets
-    does not load the widget manager."""
+    """Network off, every page of the book: it loads with no console error and no request leaving 127.0.0.1;
+    what it loads at first view, gzipped as a host would send it, is printed per page and is at most 2 MB; no
+    page loads Font Awesome's JavaScript or MathJax's full build, and a page without widgets does not load the
+    widget manager."""
     base, html = book_server
-    pages = ["book/intro.html", "book/glossary.html", "book/instructor.html", *CHAPTERS]
+    pages = _all_pages(html)
+    assert "index.html" in pages and all(c in pages for c in CHAPTERS)
     report, heavy = [], []
     for rel in pages:
         raw, gz, files = _first_view_bytes(browser, f"{base}/{rel}", width)
