@@ -76,8 +76,8 @@ def _start_book_build(out: Path) -> None:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if (out / "pid").exists():
             return
-        jb = Path(sys.executable).with_name("jupyter-book")
-        cmd = (f'"{jb}" build "{ROOT}" --path-output "{out}" -W -n --keep-going > "{out}/build.log" 2>&1; '
+        build = ROOT / "tools" / "build_book.py"  # jupyter-book build, reading several chapters at once
+        cmd = (f'"{sys.executable}" "{build}" "{ROOT}" --path-output "{out}" -W -n --keep-going > "{out}/build.log" 2>&1; '
                f'echo $? > "{out}/rc.tmp"; mv "{out}/rc.tmp" "{out}/rc"')
         # No MPLBACKEND for the kernels: under "Agg" plt.show() draws nothing and every figure would be missing.
         proc = subprocess.Popen(["bash", "-c", cmd], cwd=ROOT, start_new_session=True, stdin=subprocess.DEVNULL,
@@ -172,6 +172,9 @@ def pytest_collection_modifyitems(session, config, items):
     if not uses_book:
         return
     later = set(uses_book)
+    # longest first among them (a module says its tests' rough cost in BOOK_PHASE_SECONDS): a long chain of one
+    # worker started last would end the run alone
+    uses_book.sort(key=lambda item: -getattr(getattr(item, "module", None), "BOOK_PHASE_SECONDS", 0))
     items[:] = [item for item in items if item not in later] + uses_book
     if os.environ.get("DISTBOOK_HTML") or getattr(config.option, "collectonly", False):
         return

@@ -20,6 +20,8 @@ import pytest
 from conftest import ROOT, toc_chapters
 
 pytestmark = pytest.mark.slow
+#: roughly what these tests cost on CI's machine (the bundle, then a room installed from it, on one worker): tests/conftest.py starts the longest first
+BOOK_PHASE_SECONDS = 270
 STEMS = [Path(c).name for c in toc_chapters()]
 TOOLING = ("jupyter-book", "sphinx", "pytest", "playwright", "hypothesis", "nbval", "ghp-import", "myst-nb")
 

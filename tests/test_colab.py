@@ -36,6 +36,8 @@ from nbclient import NotebookClient
 from conftest import ROOT, toc_chapters
 
 pytestmark = [pytest.mark.colab, pytest.mark.slow]
+#: roughly what these tests cost on CI's machine (a chapter in the Colab stand-in, each): tests/conftest.py starts the longest first
+BOOK_PHASE_SECONDS = 60
 #: Each worker makes its own stand-in runtime (about 20 s) rather than one worker running every chapter in turn,
 #: which would end the suite minutes after the rest (tests/conftest.py groups a module with its own fixture).
 SPREAD_OVER_WORKERS = True

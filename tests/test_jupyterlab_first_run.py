@@ -21,6 +21,8 @@ import pytest
 from conftest import ROOT, JupyterLab
 
 pytestmark = [pytest.mark.browser, pytest.mark.book, pytest.mark.slow]
+#: roughly what these tests cost on CI's machine (a fresh JupyterLab installed, then a reader's first run, on one worker): tests/conftest.py starts the longest first
+BOOK_PHASE_SECONDS = 180
 pytest.importorskip("playwright.sync_api")
 
 

@@ -36,6 +36,9 @@ sys.path.insert(0, str(ROOT / "tools"))
 import slides  # noqa: E402
 
 STEMS = [Path(c).name for c in toc_chapters()]
+#: roughly what these tests cost on CI's machine (the decks made from the build, then read in Chromium, on one
+#: worker): tests/conftest.py starts the longest first among the tests that read the build
+BOOK_PHASE_SECONDS = 190
 SIZE = {"width": 1280, "height": 800}  # the size the decks are laid out at (Reveal.initialize)
 RAW_MYST = re.compile(r"\{glue|:::|```\{|\{[a-z][\w:-]*\}`|\{(ref|numref|doc|eq|math|term)\}|^\([\w-]+\)=|"
                       r":label:|:class:|\{exercise|\{solution", re.M)

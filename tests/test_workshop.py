@@ -30,6 +30,8 @@ import pytest
 from conftest import ROOT, PageVisit, toc_chapters
 
 pytestmark = pytest.mark.slow
+#: roughly what these tests cost on CI's machine (the workshop's server started and stopped, on one worker): tests/conftest.py starts the longest first
+BOOK_PHASE_SECONDS = 150
 STEMS = [Path(c).name for c in toc_chapters()]
 
 

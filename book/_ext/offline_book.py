@@ -219,12 +219,43 @@ def _exercises_numbered_per_chapter(app, env):
     return []
 
 
+#: Extensions that say nothing of parallel builds, which Sphinx then refuses with a warning (an error under -W):
+#: none keeps state between documents (the LaTeX one acts only for the LaTeX builder; the numbering and the
+#: table of contents work on the merged environment, in the main process).
+_SAFE_UNDECLARED = ("sphinx_jupyterbook_latex", "sphinx_multitoc_numbering", "sphinx_external_toc")
+
+
+def _declare_parallel_safe(app, config):
+    for name in _SAFE_UNDECLARED:
+        ext = app.extensions.get(name)
+        if ext is None:
+            continue
+        for attr in ("parallel_read_safe", "parallel_write_safe"):
+            if getattr(ext, attr, None) is None:
+                setattr(ext, attr, True)
+
+
+def _chapters_spread_over_chunks(app, env, docnames):
+    """With parallel reading (tools/build_book.py), Sphinx cuts the sorted documents into consecutive chunks, a
+    process each: every short page would go to one process and chapters 1-3 to the next. Dealt out like cards
+    instead, each chunk gets one of every few documents, and the chapters' run time is shared out."""
+    jobs = getattr(app, "parallel", 1) or 1
+    if jobs <= 1 or len(docnames) <= 5:
+        return
+    size = max(1, len(docnames) // jobs)
+    chunks = -(-len(docnames) // size)
+    dealt = [docnames[k::chunks] for k in range(chunks)]
+    docnames[:] = [d for hand in dealt for d in hand]
+
+
 def setup(app):
     from sphinx.search import IndexBuilder
 
     if not getattr(IndexBuilder._word_collector, "skips_setup_cell", False):
         IndexBuilder._word_collector = _without_setup_cell(IndexBuilder._word_collector)
     app.connect("config-inited", _config)
+    app.connect("config-inited", _declare_parallel_safe)
+    app.connect("env-before-read-docs", _chapters_spread_over_chunks)
     app.connect("source-read", _static_frames_for)
     app.connect("doctree-resolved", _no_error_outputs)
     app.connect("env-get-updated", _exercises_numbered_per_chapter, priority=900)  # after Sphinx numbers them
@@ -233,4 +264,5 @@ def setup(app):
     app.connect("build-finished", _root_redirect_keeps_the_hash, priority=900)
     app.add_css_file("distbook.css")
     app.add_js_file("distbook.js")
-    return {"parallel_read_safe": False, "parallel_write_safe": True}
+    # each process reading a chapter sets its own kernel's environment (_static_frames_for) before it runs it
+    return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -1,0 +1,47 @@
+"""``jupyter-book build``, with Sphinx reading several chapters at once.
+
+Every chapter's notebook is executed while Sphinx reads it, and one after another that took most of the book
+build (about 17 minutes of CI's 2 cores, a cell of chapter 9 waiting a minute for Slurm's time limit while the
+cores idled). Sphinx can read in parallel (each process reads a chunk of documents, executing their notebooks,
+and the environments are merged after); Jupyter Book 1.x's command line only lacks the ``-j`` to ask for it.
+This runs its command line with ``jobs`` set (``book/_ext/offline_book.py`` orders the documents so that each
+chunk holds a share of the chapters).
+
+    python tools/build_book.py . -W -n --keep-going      # the arguments of ``jupyter-book build``
+
+``DISTBOOK_BUILD_JOBS``: the processes (default 4; 1 reads one chapter at a time, as ``jupyter-book build``).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+
+#: default processes: chapters mostly wait (on ranks, on Slurm, on a sleep), so more than the cores
+DEFAULT_JOBS = 4
+
+
+def jobs_from_env(environ=os.environ) -> int:
+    """``DISTBOOK_BUILD_JOBS`` as a count of processes, 1 to 32; a clear error otherwise."""
+    raw = environ.get("DISTBOOK_BUILD_JOBS", str(DEFAULT_JOBS)).strip()
+    try:
+        jobs = int(raw)
+    except ValueError:
+        raise SystemExit(f"build_book.py: DISTBOOK_BUILD_JOBS must be a whole number from 1 to 32, not {raw!r}")
+    if not 1 <= jobs <= 32:
+        raise SystemExit(f"build_book.py: DISTBOOK_BUILD_JOBS must be from 1 to 32, not {jobs}")
+    return jobs
+
+
+def main(argv: list[str]) -> None:
+    from jupyter_book import sphinx as jb_sphinx
+    from jupyter_book.cli import main as jb_main
+
+    # the build command imports build_sphinx from its module when it runs: replace it there
+    jb_sphinx.build_sphinx = functools.partial(jb_sphinx.build_sphinx, jobs=jobs_from_env())
+    jb_main.main(["build", *argv], prog_name="jupyter-book")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
