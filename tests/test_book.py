@@ -94,3 +94,65 @@ def test_citations_link_to_the_books_bibliography(book_build):
     refs = re.sub(r"<[^>]+>", "", (html / "book" / "references.html").read_text())
     assert "Bandwidth optimal all-reduce algorithms for clusters of workstations" in refs
     assert "Thakur" in refs and "nccl-tests" in refs
+
+
+def test_the_build_reads_the_chapters_in_chunks_each_holding_a_share_of_them(book_build):
+    """tools/build_book.py asks Sphinx to read in parallel; had an extension refused, Sphinx would have read one
+    document after another (and said so, an error under -W)."""
+    import os
+
+    code, log, _ = book_build
+    if code != 0 or os.environ.get("DISTBOOK_HTML") or os.environ.get("DISTBOOK_BUILD_JOBS", "4").strip() == "1":
+        pytest.skip("no parallel build to look at in this run")
+    plain = re.sub(r"\x1b\[[0-9;]*m", "", log)
+    chunks = re.findall(r"reading sources\.\.\. \[\s*\d+%\] (\S+) \.\. (\S+)", plain)
+    assert len(chunks) >= 2, "the build read its documents one at a time"
+    assert "doing serial read" not in plain
+    # dealt out, the notebooks first: every chunk starts with a chapter (sorted, the first held only short pages)
+    assert all(start.startswith("notebooks/") for start, _ in chunks), chunks
+
+
+def test_the_build_scripts_jobs_setting_is_checked():
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
+    try:
+        import build_book
+    finally:
+        sys.path.pop(0)
+    assert build_book.jobs_from_env({}) == build_book.DEFAULT_JOBS
+    assert build_book.jobs_from_env({"DISTBOOK_BUILD_JOBS": " 1 "}) == 1
+    for bad, said in (("0", "from 1 to 32, not 0"), ("33", "not 33"), ("four", "whole number from 1 to 32, not 'four'")):
+        with pytest.raises(SystemExit, match="DISTBOOK_BUILD_JOBS must be") as exc:
+            build_book.jobs_from_env({"DISTBOOK_BUILD_JOBS": bad})
+        assert said in str(exc.value)
+
+
+def test_the_chapters_are_dealt_over_the_chunks_sphinx_will_cut():
+    import sys
+    from pathlib import Path
+    from types import SimpleNamespace
+
+    from sphinx.util.parallel import make_chunks
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "book" / "_ext"))
+    try:
+        import offline_book
+    finally:
+        sys.path.pop(0)
+    pages = [f"book/p{k}" for k in range(5)]
+    chapters = [f"notebooks/{k:02d}" for k in range(1, 15)]
+    env = SimpleNamespace(doc2path=lambda doc: f"/book/{doc}.ipynb" if doc.startswith("notebooks/") else f"/{doc}.md")
+    for jobs in (2, 3, 4, 6, 8):
+        docs = sorted(pages + chapters)
+        offline_book._chapters_spread_over_chunks(SimpleNamespace(parallel=jobs), env, docs)
+        assert sorted(docs) == sorted(pages + chapters)  # the same documents, in another order
+        cut = make_chunks(docs, jobs)
+        assert [len(c) for c in cut] == [len(c) for c in make_chunks(sorted(docs), jobs)]
+        for size in {len(c) for c in cut}:  # chunks of one size hold as many chapters, give or take one
+            counts = [sum(d.startswith("notebooks/") for d in c) for c in cut if len(c) == size]
+            assert max(counts) - min(counts) <= 1, (jobs, cut)
+    one = sorted(pages + chapters)
+    offline_book._chapters_spread_over_chunks(SimpleNamespace(parallel=1), env, one)
+    assert one == sorted(pages + chapters)  # one process: Sphinx's own order

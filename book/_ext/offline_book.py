@@ -238,14 +238,25 @@ def _declare_parallel_safe(app, config):
 def _chapters_spread_over_chunks(app, env, docnames):
     """With parallel reading (tools/build_book.py), Sphinx cuts the sorted documents into consecutive chunks, a
     process each: every short page would go to one process and chapters 1-3 to the next. Dealt out like cards
-    instead, each chunk gets one of every few documents, and the chapters' run time is shared out."""
+    instead, the notebooks first (each executes), every chunk gets its share of them."""
     jobs = getattr(app, "parallel", 1) or 1
     if jobs <= 1 or len(docnames) <= 5:
         return
-    size = max(1, len(docnames) // jobs)
-    chunks = -(-len(docnames) // size)
-    dealt = [docnames[k::chunks] for k in range(chunks)]
-    docnames[:] = [d for hand in dealt for d in hand]
+    from sphinx.util.parallel import make_chunks
+
+    sizes = [len(chunk) for chunk in make_chunks(docnames, jobs)]  # the chunks Sphinx will cut, in order
+
+    def executes(doc):
+        return env is not None and str(env.doc2path(doc)).endswith(".ipynb")
+
+    cards = sorted(docnames, key=lambda doc: not executes(doc))  # stable: notebooks first, each in its order
+    hands, k = [[] for _ in sizes], 0
+    for doc in cards:
+        while len(hands[k % len(sizes)]) >= sizes[k % len(sizes)]:
+            k += 1
+        hands[k % len(sizes)].append(doc)
+        k += 1
+    docnames[:] = [doc for hand in hands for doc in hand]
 
 
 def setup(app):
