@@ -156,3 +156,27 @@ def test_the_chapters_are_dealt_over_the_chunks_sphinx_will_cut():
     one = sorted(pages + chapters)
     offline_book._chapters_spread_over_chunks(SimpleNamespace(parallel=1), env, one)
     assert one == sorted(pages + chapters)  # one process: Sphinx's own order
+
+
+def test_a_chapter_failing_in_a_reading_process_is_shown_with_its_own_traceback(capsys):
+    """Sphinx's parent process names only the notebook; the reading process's traceback holds the cell."""
+    import sys
+    from pathlib import Path
+
+    from sphinx.errors import SphinxParallelError
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
+    try:
+        import build_book
+    finally:
+        sys.path.pop(0)
+    said = "CellExecutionError: An error occurred while executing the following cell:\nsrun -N2 ..."
+
+    def failing(*args, jobs, **kwargs):
+        assert jobs == 3
+        return SphinxParallelError("ExecutionError: notebooks/09_mini_cluster.ipynb", said)
+
+    result = build_book._build_saying_why(failing, 3, "src", "out")
+    assert isinstance(result, SphinxParallelError)  # Jupyter Book still reports it and fails the build
+    assert said in capsys.readouterr().err
+    assert build_book._build_saying_why(lambda *a, jobs, **k: 0, 3) == 0

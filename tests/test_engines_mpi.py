@@ -100,3 +100,19 @@ def test_run_mpi_checks_arguments():
         run_mpi("distlib.examples.mpi_hello", 0)
     with pytest.raises(FileNotFoundError):
         run_mpi("no_such_script.py", 2)
+
+
+def test_ranks_beyond_the_cores_yield_while_they_wait(tmp_path):
+    """More ranks than cores: MPICH's heavy yield (a waiting rank sleeps instead of spinning on the core its peer
+    needs); as many as the cores: the ranks spin, for the lowest latency. A reader's setting is kept."""
+    import os
+
+    script = tmp_path / "yield_env.py"
+    script.write_text("import os\nprint('YIELD=' + os.environ.get('MPIR_CVAR_ENABLE_HEAVY_YIELD', 'unset'))\n")
+    cores = len(os.sched_getaffinity(0))
+    beyond = run_mpi(str(script), cores + 1, timeout=60)
+    assert all(beyond.lines(r)[0] == "YIELD=1" for r in range(cores + 1)), beyond.stdout
+    within = run_mpi(str(script), min(cores, 2), timeout=60)
+    assert within.lines(0)[0] == "YIELD=unset", within.stdout
+    kept = run_mpi(str(script), cores + 1, timeout=60, env={"MPIR_CVAR_ENABLE_HEAVY_YIELD": "0"})
+    assert kept.lines(0)[0] == "YIELD=0", kept.stdout

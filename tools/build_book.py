@@ -34,12 +34,22 @@ def jobs_from_env(environ=os.environ) -> int:
     return jobs
 
 
+def _build_saying_why(build_sphinx, jobs, *args, **kwargs):
+    """Jupyter Book's build_sphinx with ``jobs``; a chapter that failed in a reading process is named by the
+    parent only ("ExecutionError: notebooks/09_mini_cluster.ipynb"), so print that process's own traceback, which
+    holds the cell and its error, as a serial build's log does."""
+    result = build_sphinx(*args, jobs=jobs, **kwargs)
+    if isinstance(result, Exception) and getattr(result, "traceback", None):
+        print("\nThe process that read the failing chapter said:\n" + str(result.traceback), file=sys.stderr)
+    return result
+
+
 def main(argv: list[str]) -> None:
     from jupyter_book import sphinx as jb_sphinx
     from jupyter_book.cli import main as jb_main
 
     # the build command imports build_sphinx from its module when it runs: replace it there
-    jb_sphinx.build_sphinx = functools.partial(jb_sphinx.build_sphinx, jobs=jobs_from_env())
+    jb_sphinx.build_sphinx = functools.partial(_build_saying_why, jb_sphinx.build_sphinx, jobs_from_env())
     jb_main.main(["build", *argv], prog_name="jupyter-book")
 
 
