@@ -29,5 +29,5 @@ export MPLBACKEND=Agg PYTHONHASHSEED=0
 cores=$(.venv/bin/python -c 'import os; print(len(os.sched_getaffinity(0)))')
 workers=${DISTBOOK_WORKERS:-$(( cores * 2 > 2 ? cores * 2 : 2 ))}
 parallel=()
-[ "$workers" -gt 0 ] && parallel=(-n "$workers" --dist loadgroup)
+[ "$workers" -gt 0 ] && parallel=(-n "$workers" --dist loadgroup --no-loadscope-reorder)
 .venv/bin/python -m pytest tests distlib --doctest-modules -p no:cacheprovider "${parallel[@]}" "$@"

@@ -44,12 +44,20 @@ def _mapped() -> set:
     return held
 
 
-def unheld_segments(before: set) -> list:
-    """MPICH segments made since ``before`` that no live process holds: left behind by a run that is over.
-    (Tests run side by side, so a segment another run holds now is not this run's leftover.)"""
-    new = {p.name for p in SHM.iterdir() if p.name.startswith("mpich")} - before if SHM.is_dir() else set()
-    held = _mapped() if new else set()
-    return sorted(n for n in new if f"/dev/shm/{n}" not in held and (SHM / n).exists())
+def unheld_segments(before: set, settle: float = 10.0) -> list:
+    """MPICH segments made since ``before`` that no live process holds, and still there ``settle`` seconds on: left
+    behind by a run that is over. (Tests run side by side: a segment another run holds now is not this run's
+    leftover, nor is one of a run that has just ended, which its own launcher removes a moment later.)"""
+    import time
+
+    deadline = time.monotonic() + settle
+    while True:
+        new = {p.name for p in SHM.iterdir() if p.name.startswith("mpich")} - before if SHM.is_dir() else set()
+        held = _mapped() if new else set()
+        left = sorted(n for n in new if f"/dev/shm/{n}" not in held and (SHM / n).exists())
+        if not left or time.monotonic() > deadline:
+            return left
+        time.sleep(0.5)
 
 
 #: How the launcher's output can be taken: pipes a caller reads as they come (a test harness, a CI step),
