@@ -9,7 +9,8 @@ chunk holds a share of the chapters).
 
     python tools/build_book.py . -W -n --keep-going      # the arguments of ``jupyter-book build``
 
-``DISTBOOK_BUILD_JOBS``: the processes (default 4; 1 reads one chapter at a time, as ``jupyter-book build``).
+``DISTBOOK_BUILD_JOBS``: the processes (default: one a core, at most 4; 1 reads one chapter at a time, as
+``jupyter-book build``, and prints each chapter's log as it goes).
 """
 
 from __future__ import annotations
@@ -18,13 +19,18 @@ import functools
 import os
 import sys
 
-#: default processes: chapters mostly wait (on ranks, on Slurm, on a sleep), so more than the cores
+#: the most processes by default: one a core, at most this many (each chapter's cells must end within 180 s, and
+#: chapters that share a core each take longer: four on one core would put chapter 9's Slurm cells at risk)
 DEFAULT_JOBS = 4
+
+
+def default_jobs() -> int:
+    return max(1, min(DEFAULT_JOBS, len(os.sched_getaffinity(0))))
 
 
 def jobs_from_env(environ=os.environ) -> int:
     """``DISTBOOK_BUILD_JOBS`` as a count of processes, 1 to 32; a clear error otherwise."""
-    raw = environ.get("DISTBOOK_BUILD_JOBS", str(DEFAULT_JOBS)).strip()
+    raw = environ.get("DISTBOOK_BUILD_JOBS", str(default_jobs())).strip()
     try:
         jobs = int(raw)
     except ValueError:
