@@ -1,8 +1,8 @@
 """``jupyter-book build``, with Sphinx reading several chapters at once.
 
 Every chapter's notebook is executed while Sphinx reads it, and one after another that took most of the book
-build (about 17 minutes of CI's 2 cores, a cell of chapter 9 waiting a minute for Slurm's time limit while the
-cores idled). Sphinx can read in parallel (each process reads a chunk of documents, executing their notebooks,
+build: about 8 minutes alone on CI's 2 cores and 23 beside the tests, cells such as chapter 9's waiting a minute
+for Slurm's time limit while a core idled. Sphinx can read in parallel (each process reads a chunk of documents, executing their notebooks,
 and the environments are merged after); Jupyter Book 1.x's command line only lacks the ``-j`` to ask for it.
 This runs its command line with ``jobs`` set (``book/_ext/offline_book.py`` orders the documents so that each
 chunk holds a share of the chapters).
