@@ -80,18 +80,17 @@ def _start_book_build(out: Path) -> None:
         cmd = (f'"{sys.executable}" "{build}" "{ROOT}" --path-output "{out}" -W -n --keep-going > "{out}/build.log" 2>&1; '
                f'echo $? > "{out}/rc.tmp"; mv "{out}/rc.tmp" "{out}/rc"')
         # No MPLBACKEND for the kernels: under "Agg" plt.show() draws nothing and every figure would be missing.
-        env = {**{k: v for k, v in os.environ.items() if k != "MPLBACKEND"}, "DISTBOOK_BUILD_JOBS": str(build_jobs())}
+        env = {**{k: v for k, v in os.environ.items() if k != "MPLBACKEND"}, "DISTBOOK_BUILD_JOBS": build_jobs()}
         proc = subprocess.Popen(["bash", "-c", cmd], cwd=ROOT, start_new_session=True, stdin=subprocess.DEVNULL,
                                 env=env,
                                 preexec_fn=_ahead_of_the_tests)
         (out / "pid").write_text(str(proc.pid))
 
 
-def build_jobs() -> int:
-    """Chapters the suite's build reads at once: DISTBOOK_BUILD_JOBS if set, else two (one on a single core);
-    beside the tests, more only slowed each chapter."""
-    raw = os.environ.get("DISTBOOK_BUILD_JOBS", "").strip()
-    return int(raw) if raw.isdigit() else max(1, min(2, len(os.sched_getaffinity(0))))
+def build_jobs() -> str:
+    """Chapters the suite's build reads at once: DISTBOOK_BUILD_JOBS as set (tools/build_book.py checks it), else
+    two (one on a single core); beside the tests, more only slowed each chapter."""
+    return os.environ.get("DISTBOOK_BUILD_JOBS", "").strip() or str(max(1, min(2, len(os.sched_getaffinity(0)))))
 
 
 def _ahead_of_the_tests() -> None:

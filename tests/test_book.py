@@ -1,10 +1,18 @@
 """The static book builds with warnings as errors and carries what readers need."""
 
+import os
 import re
+import sys
+from types import SimpleNamespace
 
 import pytest
 
-from conftest import toc_chapters
+from conftest import ROOT, build_jobs, toc_chapters
+
+sys.path.insert(0, str(ROOT / "tools"))
+sys.path.insert(0, str(ROOT / "book" / "_ext"))
+import build_book  # noqa: E402
+import offline_book  # noqa: E402
 
 pytestmark = pytest.mark.book
 
@@ -99,12 +107,8 @@ def test_citations_link_to_the_books_bibliography(book_build):
 def test_the_build_reads_the_chapters_in_chunks_each_holding_a_share_of_them(book_build):
     """tools/build_book.py asks Sphinx to read in parallel; had an extension refused, Sphinx would have read one
     document after another (and said so, an error under -W)."""
-    import os
-
-    from conftest import build_jobs
-
     code, log, _ = book_build
-    if code != 0 or os.environ.get("DISTBOOK_HTML") or build_jobs() == 1:
+    if code != 0 or os.environ.get("DISTBOOK_HTML") or build_jobs() == "1":
         pytest.skip("no parallel build to look at in this run")
     plain = re.sub(r"\x1b\[[0-9;]*m", "", log)
     chunks = re.findall(r"reading sources\.\.\. \[\s*\d+%\] (\S+) \.\. (\S+)", plain)
@@ -115,16 +119,6 @@ def test_the_build_reads_the_chapters_in_chunks_each_holding_a_share_of_them(boo
 
 
 def test_the_build_scripts_jobs_setting_is_checked():
-    import sys
-    from pathlib import Path
-
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
-    try:
-        import build_book
-    finally:
-        sys.path.pop(0)
-    import os
-
     assert build_book.jobs_from_env({}) == max(1, min(build_book.DEFAULT_JOBS, len(os.sched_getaffinity(0))))
     assert build_book.jobs_from_env({"DISTBOOK_BUILD_JOBS": " 1 "}) == 1
     for bad, said in (("0", "from 1 to 32, not 0"), ("33", "not 33"), ("four", "whole number from 1 to 32, not 'four'")):
@@ -134,17 +128,8 @@ def test_the_build_scripts_jobs_setting_is_checked():
 
 
 def test_the_chapters_are_dealt_over_the_chunks_sphinx_will_cut():
-    import sys
-    from pathlib import Path
-    from types import SimpleNamespace
-
     from sphinx.util.parallel import make_chunks
 
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "book" / "_ext"))
-    try:
-        import offline_book
-    finally:
-        sys.path.pop(0)
     pages = [f"book/p{k}" for k in range(5)]
     chapters = [f"notebooks/{k:02d}" for k in range(1, 15)]
     env = SimpleNamespace(doc2path=lambda doc: f"/book/{doc}.ipynb" if doc.startswith("notebooks/") else f"/{doc}.md")
@@ -164,16 +149,8 @@ def test_the_chapters_are_dealt_over_the_chunks_sphinx_will_cut():
 
 def test_a_chapter_failing_in_a_reading_process_is_shown_with_its_own_traceback(capsys):
     """Sphinx's parent process names only the notebook; the reading process's traceback holds the cell."""
-    import sys
-    from pathlib import Path
-
     from sphinx.errors import SphinxParallelError
 
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
-    try:
-        import build_book
-    finally:
-        sys.path.pop(0)
     said = "CellExecutionError: An error occurred while executing the following cell:\nsrun -N2 ..."
 
     def failing(*args, jobs, **kwargs):

@@ -6,6 +6,7 @@ once. Every launch is bounded by a timeout.
 """
 
 import json
+import os
 
 import pytest
 
@@ -105,8 +106,6 @@ def test_run_mpi_checks_arguments():
 def test_ranks_beyond_the_cores_yield_while_they_wait(tmp_path):
     """More ranks than cores: MPICH's heavy yield (a waiting rank sleeps instead of spinning on the core its peer
     needs); as many as the cores: the ranks spin, for the lowest latency. A reader's setting is kept."""
-    import os
-
     script = tmp_path / "yield_env.py"
     script.write_text("import os\nprint('YIELD=' + os.environ.get('MPIR_CVAR_ENABLE_HEAVY_YIELD', 'unset'))\n")
     cores = len(os.sched_getaffinity(0))

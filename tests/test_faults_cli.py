@@ -48,8 +48,6 @@ def unheld_segments(before: set, settle: float = 10.0) -> list:
     """MPICH segments made since ``before`` that no live process holds, and still there ``settle`` seconds on: left
     behind by a run that is over. (Tests run side by side: a segment another run holds now is not this run's
     leftover, nor is one of a run that has just ended, which its own launcher removes a moment later.)"""
-    import time
-
     deadline = time.monotonic() + settle
     while True:
         new = {p.name for p in SHM.iterdir() if p.name.startswith("mpich")} - before if SHM.is_dir() else set()

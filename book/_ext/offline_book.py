@@ -245,17 +245,11 @@ def _chapters_spread_over_chunks(app, env, docnames):
     from sphinx.util.parallel import make_chunks
 
     sizes = [len(chunk) for chunk in make_chunks(docnames, jobs)]  # the chunks Sphinx will cut, in order
-
-    def executes(doc):
-        return env is not None and str(env.doc2path(doc)).endswith(".ipynb")
-
-    cards = sorted(docnames, key=lambda doc: not executes(doc))  # stable: notebooks first, each in its order
-    hands, k = [[] for _ in sizes], 0
-    for doc in cards:
-        while len(hands[k % len(sizes)]) >= sizes[k % len(sizes)]:
-            k += 1
-        hands[k % len(sizes)].append(doc)
-        k += 1
+    places = [k for turn in range(max(sizes)) for k, size in enumerate(sizes) if turn < size]  # round the table
+    cards = sorted(docnames, key=lambda doc: not str(env.doc2path(doc)).endswith(".ipynb"))  # notebooks first
+    hands = [[] for _ in sizes]
+    for k, doc in zip(places, cards):
+        hands[k].append(doc)
     docnames[:] = [doc for hand in hands for doc in hand]
 
 
