@@ -70,6 +70,15 @@ def _parser() -> argparse.ArgumentParser:
                              "evenly in rank order, so a tensor-parallel group stays inside a node when it fits")
     parser.add_argument("--link-gbit", type=float, default=None,
                         help="with --nodes: each node's link rate in Gbit/s per direction (default: unthrottled)")
+    parser.add_argument("--overlap", default="none",
+                        help="communication run under computation: none (default), all (every kind the layout has), "
+                             "or a comma-separated list of prefetch (ZeRO-3's all-gathers), buckets (gradients "
+                             "reduced during the backward pass), tp (tensor parallelism's backward sums under the "
+                             "weight gradients), pp (pipeline receives posted an op ahead)")
+    parser.add_argument("--bucket-mb", type=float, default=None,
+                        help="with --overlap buckets: DDP and ZeRO-1's bucket size in MiB (default 25, as PyTorch DDP)")
+    parser.add_argument("--prefetch-depth", type=int, default=None,
+                        help="with --overlap prefetch: units gathered ahead, 1 to 4 (default 1)")
     parser.add_argument("--json", action="store_true", help="print the result as one JSON object")
     return parser
 
@@ -86,6 +95,9 @@ def _table(result) -> str:
     lines.append(f"comm_bytes per rank {result.comm_bytes}")
     lines.append(f"activation_bytes per rank {result.activation_bytes}")
     lines += _stage_lines(result)
+    if result.overlap:
+        lines.append(f"overlap {'+'.join(result.overlap)}: waited for background collectives "
+                     + ", ".join(f"{w * 1e3:.1f}" for w in result.overlap_wait_seconds) + " ms per step (slowest rank)")
     lines += _link_lines(result)
     return "\n".join(lines)
 
@@ -134,19 +146,21 @@ def main(argv=None) -> int:
     """Command line entry point; returns the exit status (:data:`distlib.engines.launch.EXIT_STATUS`)."""
     from distlib.engines.launch import RunError, exit_status, failure_report
     from distlib.engines.report import ReportError, strip
-    from distlib.train.launch import check_run
+    from distlib.train.launch import check_run, overlap_of
 
     ns = _parser().parse_args(sys.argv[1:] if argv is None else argv)
     degrees = {f.name: getattr(ns, f.name) for f in fields(Layout)}
     if degrees["microbatches"] is None:
         degrees["microbatches"] = ns.pp
     run = dict(steps=ns.steps, seed=ns.seed, engine=ns.engine, timeout=ns.timeout, ranks=ns.ranks, nodes=ns.nodes,
-               link_gbit=ns.link_gbit)
+               link_gbit=ns.link_gbit, overlap=ns.overlap, bucket_mb=ns.bucket_mb, prefetch_depth=ns.prefetch_depth)
     try:
         config = _config(ns)
         layout = check_run(**degrees, **run, config=config)
-        print(f"{PROG}: starting {layout.ranks} {_ENGINE_WORDS[ns.engine]} ranks ({layout.words()}), "
-              f"{ns.steps} steps{_where_words(layout, ns.nodes, ns.link_gbit)}", file=sys.stderr, flush=True)
+        hides = overlap_of(layout, ns.overlap, bucket_mb=ns.bucket_mb, prefetch_depth=ns.prefetch_depth)
+        print(f"{PROG}: starting {layout.ranks} {_ENGINE_WORDS[ns.engine]} ranks ({layout.words()}"
+              f"{'' if not hides.kinds else ', ' + hides.words()}), {ns.steps} steps"
+              f"{_where_words(layout, ns.nodes, ns.link_gbit)}", file=sys.stderr, flush=True)
         result = train(layout, **run, config=config)
     except ValueError as exc:
         print(f"{PROG}: {exc}", file=sys.stderr)

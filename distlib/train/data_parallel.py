@@ -63,6 +63,8 @@ from ..engines.algorithms import allgather, allreduce, reduce_scatter
 from ..ring import chunk_bounds
 from ..walls import zero_stage
 from .adam import Adam
+from .microbatches import scale_accumulated
+from .overlap import plan_buckets
 
 __all__ = ["PARTS", "Ledger", "Shards", "Replicated", "ShardedOptimizer", "ShardedGradients", "ShardedParameters",
            "make_layout", "forward_backward"]
@@ -119,14 +121,65 @@ class Shards:
         return out
 
 
-class _Layout:
-    """What every layout shares: the units, the data-parallel group, Adam, the ledger."""
+class _Held:
+    """Bytes a layout holds before the array exists (a collective in flight will hand it over)."""
 
-    def __init__(self, specs, units, comm, adam: Adam, ledger: Ledger):
+    def __init__(self, nbytes: int):
+        self.nbytes = nbytes
+
+
+class _Layout:
+    """What every layout shares: the units, the data-parallel group, Adam, the ledger; and, when it overlaps,
+    the background thread and its channel over the same group (:mod:`distlib.train.overlap`)."""
+
+    def __init__(self, specs, units, comm, adam: Adam, ledger: Ledger, *, background=None, buckets: bool = False,
+                 bucket_bytes: int = 25 * 2**20, prefetch: int = 0, microbatches: int = 1):  # fmt: skip
         self.specs, self.comm, self.adam, self.ledger = specs, comm, adam, ledger
         self.sizes = [spec.size for spec in specs]
         self.offsets = np.concatenate([[0], np.cumsum(self.sizes)]).astype(int).tolist()
         self.p = comm.size
+        self.thread, self.bg_comm = background if background is not None else (None, None)
+        self.buckets = bool(buckets) and self.p > 1
+        self.prefetch = int(prefetch) if self.p > 1 else 0
+        self.microbatches = microbatches
+        if (self.buckets or self.prefetch) and self.thread is None:
+            raise ValueError("buckets and prefetch need background=(thread, comm)")
+        self.bucket_ranges = plan_buckets(self.sizes, bucket_bytes) if self.buckets else []
+        self._bucket_of = {k: b for b, (lo, hi) in enumerate(self.bucket_ranges) for k in range(lo, hi)}
+        self._final = [0] * len(self.sizes)  # backward passes seen per unit this step
+        self._in_flight: dict = {}  # bucket -> Handle
+
+    @staticmethod
+    def _wait(handle):
+        return handle.wait()
+
+    def begin_step(self, order) -> None:
+        """A step starts; ``order`` lists the units in the order their parameters will be asked for."""
+        self._final = [0] * len(self.sizes)
+
+    def _unit_final(self, k: int) -> list:
+        """Unit ``k``'s backward for one microbatch is done: the buckets whose every unit is now final, their
+        accumulated gradient already turned into the mean's (as the step's flush does for the whole vector
+        without buckets, :meth:`scales_accumulated`)."""
+        self._final[k] += 1
+        if self._final[k] < self.microbatches:
+            return []
+        b = self._bucket_of[k]
+        lo, hi = self.bucket_ranges[b]
+        if not all(self._final[u] >= self.microbatches for u in range(lo, hi)):
+            return []
+        if self.microbatches > 1:
+            scale_accumulated(self.grads[self._bucket_slice(b)], self.microbatches)
+        return [b]
+
+    @property
+    def scales_accumulated(self) -> bool:
+        """Whether the layout scales the accumulated gradient itself, bucket by bucket, before reducing it."""
+        return self.buckets
+
+    def _bucket_slice(self, b: int) -> slice:
+        lo, hi = self.bucket_ranges[b]
+        return slice(self.offsets[lo], self.offsets[hi])
 
     def _whole(self, units, part: str):
         flat = np.concatenate(units) if units is not None else np.zeros(self.offsets[-1])
@@ -157,47 +210,78 @@ class _Layout:
 
 
 class Replicated(_Layout):
-    """``zero=0``: plain data parallelism (DDP), one all-reduce of the whole flat gradient."""
+    """``zero=0``: plain data parallelism (DDP), one all-reduce of the whole flat gradient; with buckets, one
+    all-reduce per bucket, started as the backward pass finishes the bucket's units."""
 
-    def __init__(self, specs, units, comm, adam, ledger):
-        super().__init__(specs, units, comm, adam, ledger)
+    def __init__(self, specs, units, comm, adam, ledger, **overlap):
+        super().__init__(specs, units, comm, adam, ledger, **overlap)
         self.weights = self._whole(units, "weights")
         self.grads = self._whole(None, "grads")
         self.m, self.v = self._whole(None, "optimizer"), self._whole(None, "optimizer")
 
+    def grad_done(self, k: int) -> None:
+        if self.buckets:
+            for b in self._unit_final(k):
+                self._in_flight[b] = self.thread.start(allreduce, self.bg_comm, self.grads[self._bucket_slice(b)],
+                                                       what="allreduce (bucket)")  # fmt: skip
+
     def update(self, step: int) -> None:
-        allreduce(self.comm, self.grads)
+        if self.buckets:
+            for b in range(len(self.bucket_ranges)):  # every bucket was started, in the same order on every rank
+                self._wait(self._in_flight.pop(b))
+        else:
+            allreduce(self.comm, self.grads)
         self.grads /= self.p
         self.adam.update(self.weights, self.grads, self.m, self.v, step=step)
 
 
 class ShardedOptimizer(_Layout):
-    """``zero=1``: Adam's moments for one chunk of the flat vector; reduce-scatter, update the chunk, all-gather."""
+    """``zero=1``: Adam's moments for one chunk of the flat vector; reduce-scatter, update the chunk, all-gather.
 
-    def __init__(self, specs, units, comm, adam, ledger):
-        super().__init__(specs, units, comm, adam, ledger)
+    With buckets the flat vector is cut into the buckets (in the vector's order) and the rank owns one chunk
+    of each: a bucket is reduce-scattered as soon as its units are final, updated chunk by chunk, gathered.
+    """
+
+    def __init__(self, specs, units, comm, adam, ledger, **overlap):
+        super().__init__(specs, units, comm, adam, ledger, **overlap)
         self.weights = self._whole(units, "weights")
         self.grads = self._whole(None, "grads")
-        self.chunk = Shards([self.offsets[-1]], self.p, comm.rank)
+        ranges = sorted(self.bucket_ranges) if self.buckets else [(0, len(self.sizes))]
+        self.segments = [(self.offsets[lo], self.offsets[hi]) for lo, hi in ranges]
+        self._segment_of_bucket = {b: ranges.index(r) for b, r in enumerate(self.bucket_ranges)}
+        self.chunk = Shards([hi - lo for lo, hi in self.segments], self.p, comm.rank)
         self.m, self.v = np.zeros(self.chunk.size), np.zeros(self.chunk.size)
         ledger.hold("optimizer", self.m)
         ledger.hold("optimizer", self.v)
 
+    def grad_done(self, k: int) -> None:
+        if self.buckets:
+            for b in self._unit_final(k):
+                lo, hi = self.segments[self._segment_of_bucket[b]]
+                self._in_flight[self._segment_of_bucket[b]] = self.thread.start(
+                    reduce_scatter, self.bg_comm, self.grads[lo:hi], what="reduce_scatter (bucket)")
+
     def update(self, step: int) -> None:
-        mine = reduce_scatter(self.comm, self.grads)  # the summed gradient of this rank's chunk only
-        self.ledger.hold("grads", mine)
-        mine /= self.p
-        lo, hi = self.chunk.ranges[0]
-        self.adam.update(self.weights[lo:hi], mine, self.m, self.v, step=step)
-        self.ledger.free("grads", mine)
-        self.weights[...] = allgather(self.comm, self.weights[lo:hi], counts=self.chunk.counts[0])
+        pieces = [self.chunk.pieces(a) for a in (self.m, self.v)]
+        for s, (start, _) in enumerate(self.segments):
+            if self.buckets:
+                mine = self._wait(self._in_flight.pop(s))
+            else:  # the summed gradient of this rank's chunk only
+                mine = reduce_scatter(self.comm, self.grads[start : self.segments[s][1]])
+            self.ledger.hold("grads", mine)
+            mine /= self.p
+            lo, hi = self.chunk.ranges[s]
+            own = self.weights[start + lo : start + hi]
+            self.adam.update(own, mine, pieces[0][s], pieces[1][s], step=step)
+            self.ledger.free("grads", mine)
+            self.weights[start : self.segments[s][1]] = allgather(self.comm, own, counts=self.chunk.counts[s])
 
 
 class ShardedGradients(_Layout):
     """``zero=2``: also the gradient, one chunk per unit, reduce-scattered as soon as the unit's backward ends."""
 
-    def __init__(self, specs, units, comm, adam, ledger):
-        super().__init__(specs, units, comm, adam, ledger)
+    def __init__(self, specs, units, comm, adam, ledger, **overlap):
+        super().__init__(specs, units, comm, adam, ledger, **overlap)
         self.weights = self._whole(units, "weights")
         self.shards = Shards(self.sizes, self.p, comm.rank)
         self.grad_chunks = np.zeros(self.shards.size)
@@ -213,11 +297,27 @@ class ShardedGradients(_Layout):
         return self._grad
 
     def grad_done(self, k: int) -> None:
-        self.shards.pieces(self.grad_chunks)[k][...] = reduce_scatter(self.comm, self._grad)
-        self.ledger.free("grads", self._grad)
+        if self.buckets:  # under the next unit's backward; the whole gradient held until it ends
+            self._in_flight[k] = (self.thread.start(reduce_scatter, self.bg_comm, self._grad,
+                                                    what="reduce_scatter (unit)"), self._grad)  # fmt: skip
+            self._settle(block=False)
+        else:
+            self.shards.pieces(self.grad_chunks)[k][...] = reduce_scatter(self.comm, self._grad)
+            self.ledger.free("grads", self._grad)
         self._grad = None
 
+    def _settle(self, *, block: bool) -> None:
+        """Take in the reduce-scatters that have ended (all of them with ``block``), freeing their gradients."""
+        for k in list(self._in_flight):
+            handle, grad = self._in_flight[k]
+            if not (block or handle.done()):
+                break  # they end in the order they started
+            self.shards.pieces(self.grad_chunks)[k][...] = self._wait(handle)
+            self.ledger.free("grads", grad)
+            del self._in_flight[k]
+
     def update(self, step: int) -> None:
+        self._settle(block=True)
         self.grad_chunks /= self.p
         pieces = [self.shards.pieces(a) for a in (self.grad_chunks, self.m, self.v)]
         for k, (lo, hi) in enumerate(self.shards.ranges):
@@ -229,8 +329,8 @@ class ShardedGradients(_Layout):
 class ShardedParameters(_Layout):
     """``zero=3``: the parameters too; a unit is all-gathered before its forward and its backward, freed after."""
 
-    def __init__(self, specs, units, comm, adam, ledger):
-        super().__init__(specs, units, comm, adam, ledger)
+    def __init__(self, specs, units, comm, adam, ledger, **overlap):
+        super().__init__(specs, units, comm, adam, ledger, **overlap)
         self.shards = Shards(self.sizes, self.p, comm.rank)
         self.weight_chunks = np.concatenate([u[lo:hi] for u, (lo, hi) in zip(units, self.shards.ranges)])
         self.grad_chunks = np.zeros(self.shards.size)
@@ -239,13 +339,48 @@ class ShardedParameters(_Layout):
                             ("optimizer", self.v)):  # fmt: skip
             ledger.hold(part, array)
         self._gathered, self._grad = {}, None
+        self._order, self._next, self._ahead = [], 0, {}  # prefetch: the step's order of use, where it is, in flight
+
+    def begin_step(self, order) -> None:
+        super().begin_step(order)
+        self._order, self._next, self._ahead = list(order), 0, {}
+
+    def _start_gather(self, k: int):
+        piece = self.shards.pieces(self.weight_chunks)[k]
+        held = _Held(self.sizes[k] * self.weight_chunks.itemsize)
+        self.ledger.hold("weights", held)  # the gathered unit, held from the moment its all-gather starts
+        return self.thread.start(allgather, self.bg_comm, piece, counts=self.shards.counts[k],
+                                 what="allgather (prefetch)"), held  # fmt: skip
 
     def params(self, k: int):
+        if self.prefetch:
+            return self._prefetched(k)
         if k not in self._gathered:
             piece = self.shards.pieces(self.weight_chunks)[k]
             self._gathered[k] = allgather(self.comm, piece, counts=self.shards.counts[k])
             self.ledger.hold("weights", self._gathered[k])
         return self._gathered[k]
+
+    def _prefetched(self, k: int):
+        """Unit ``k``'s parameters, the next use in the step's order: gathered ahead (or now, if it is first),
+        and the next ``prefetch`` uses' all-gathers started before it is handed over."""
+        at = self._next
+        if at >= len(self._order) or self._order[at] != k:
+            raise RuntimeError(f"ZeRO-3 prefetch: unit {k} asked for out of the step's order {self._order} "
+                               f"(position {at})")  # fmt: skip
+        self._next += 1
+        if at in self._ahead:
+            handle, held = self._ahead.pop(at)
+            gathered = self._wait(handle)
+            self.ledger.free("weights", held)
+        else:
+            gathered = allgather(self.comm, self.shards.pieces(self.weight_chunks)[k], counts=self.shards.counts[k])
+        self.ledger.hold("weights", gathered)
+        for ahead in range(self._next, min(self._next + self.prefetch, len(self._order))):
+            if ahead not in self._ahead:
+                self._ahead[ahead] = self._start_gather(self._order[ahead])
+        self._gathered[k] = gathered
+        return gathered
 
     def release(self, k: int) -> None:
         self.ledger.free("weights", self._gathered.pop(k))
@@ -255,16 +390,18 @@ class ShardedParameters(_Layout):
         self.ledger.hold("grads", self._grad)
         return self._grad
 
+    _reduce_grad = ShardedGradients.grad_done  # ZeRO-2's: reduce-scatter the unit's gradient (in the background
+    _settle = ShardedGradients._settle  # with buckets), keep this rank's chunk
+
     def grad_done(self, k: int) -> None:
-        self.shards.pieces(self.grad_chunks)[k][...] = reduce_scatter(self.comm, self._grad)
-        self.ledger.free("grads", self._grad)
-        self._grad = None
+        self._reduce_grad(k)
         self.release(k)
 
     def owned(self, k: int) -> tuple:
         return self.shards.ranges[k][0], self.shards.pieces(self.weight_chunks)[k]
 
     def update(self, step: int) -> None:
+        self._settle(block=True)
         self.grad_chunks /= self.p
         self.adam.update(self.weight_chunks, self.grad_chunks, self.m, self.v, step=step)
 
@@ -272,7 +409,7 @@ class ShardedParameters(_Layout):
 _LAYOUTS = {0: Replicated, 1: ShardedOptimizer, 2: ShardedGradients, 3: ShardedParameters}
 
 
-def make_layout(zero: int, specs, units, comm, *, adam: Adam, ledger: Ledger) -> _Layout:
+def make_layout(zero: int, specs, units, comm, *, adam: Adam, ledger: Ledger, **overlap) -> _Layout:
     """The layout of ZeRO stage ``zero`` over the data-parallel group ``comm``.
 
     The class follows from what :func:`distlib.walls.zero_stage` says the stage shards.
@@ -290,6 +427,11 @@ def make_layout(zero: int, specs, units, comm, *, adam: Adam, ledger: Ledger) ->
     adam : Adam
     ledger : Ledger
         Where the layout counts the bytes it holds.
+    **overlap
+        What it hides (:mod:`distlib.train.overlap`): ``background=(thread, comm)`` (a
+        :class:`~distlib.engines.tagged.Background` and the same group over its
+        :class:`~distlib.engines.tagged.TaggedComm`), ``buckets`` and ``bucket_bytes``, ``prefetch`` (ZeRO-3's
+        depth, 0 for none), ``microbatches`` (a unit's gradient is final after that many backward passes).
 
     Returns
     -------
@@ -309,4 +451,4 @@ def make_layout(zero: int, specs, units, comm, *, adam: Adam, ledger: Ledger) ->
     """
     sharded = zero_stage(zero).sharded
     level = 3 if "weights" in sharded else 2 if "grads" in sharded else 1 if "optimizer" in sharded else 0
-    return _LAYOUTS[level](specs, units, comm, adam, ledger)
+    return _LAYOUTS[level](specs, units, comm, adam, ledger, **overlap)

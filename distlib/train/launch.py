@@ -17,11 +17,12 @@ from dataclasses import fields, replace
 from ..layout import CP_KINDS, DEGREES, SCHEDULES, Layout
 from ..limits import cluster_problem, launch_problem
 from .model import Config
+from .overlap import Overlap, fitting_overlaps, overlap_problem, parse_overlap
 from .rank import ENGINES, run_argv
 from .results import RankReport, TrainResult
 
 __all__ = ["ENGINES", "MAX_STEPS", "MAX_SEED", "PIPELINE_MPI_ENV", "layout_of", "run_problem", "check_run",
-           "cluster_nodes", "train"]
+           "cluster_nodes", "overlap_of", "train"]
 
 MAX_STEPS = 100_000
 MAX_SEED = 2**32 - 1
@@ -88,7 +89,8 @@ def _flag_problems(degrees: dict, *, steps, seed, engine, timeout, most: int) ->
 
 
 def run_problem(layout: Layout | None = None, *, steps, seed, engine, timeout, ranks=None, nodes=None,
-                link_gbit=None, config: Config = Config(), max_ranks: int | None = None, **degrees) -> str | None:
+                link_gbit=None, config: Config = Config(), max_ranks: int | None = None, overlap="none",
+                bucket_mb: float | None = None, prefetch_depth: int | None = None, **degrees) -> str | None:
     """The first flag of a run out of its range, as one line naming it and the range; ``None`` if all fit.
 
     Examples
@@ -116,8 +118,46 @@ def run_problem(layout: Layout | None = None, *, steps, seed, engine, timeout, r
     words = lay.degree_words() if lay.pp > 1 or lay.cp > 1 else "--dp times --tp"
     if lay.ranks > max_ranks:
         return f"{words} must be at most {max_ranks} ranks on this machine, got {lay.ranks}"
-    problem = lay.problem(config)
+    problem = lay.problem(config) or _overlap_flags_problem(lay, overlap, bucket_mb, prefetch_depth)
     return problem or _placement_problem(lay, ranks=ranks, nodes=nodes, link_gbit=link_gbit, engine=engine)
+
+
+def _overlap_flags_problem(lay: Layout, overlap, bucket_mb, prefetch_depth) -> str | None:
+    """``--overlap`` (its words, and each kind named against the layout), ``--bucket-mb``, ``--prefetch-depth``."""
+    try:
+        overlap_of(lay, overlap, bucket_mb=bucket_mb, prefetch_depth=prefetch_depth)
+    except ValueError as exc:
+        return str(exc)
+    return None
+
+
+def overlap_of(lay: Layout, overlap="none", *, bucket_mb=None, prefetch_depth=None) -> Overlap:
+    """The run's :class:`~distlib.train.overlap.Overlap`: ``overlap`` as ``--overlap`` takes it (``"none"``,
+    ``"all"``: every kind the layout has, or a list), or an ``Overlap`` already; ``ValueError`` naming the flag.
+
+    >>> overlap_of(Layout(dp=2, zero=3), "all").kinds
+    ('prefetch', 'buckets')
+    >>> overlap_of(Layout(dp=2), "prefetch")
+    Traceback (most recent call last):
+    ...
+    ValueError: --overlap prefetch needs --zero 3 over more than one data-parallel rank (it prefetches ZeRO-3's all-gathers)
+    """
+    from .overlap import DEFAULT_BUCKET_MB, MAX_PREFETCH_DEPTH, bucket_mb_problem
+
+    if isinstance(overlap, Overlap):
+        kinds, bucket_mb, prefetch_depth = overlap.kinds, overlap.bucket_mb, overlap.prefetch_depth
+    else:
+        words = parse_overlap(overlap if isinstance(overlap, str) else ",".join(overlap))
+        kinds = fitting_overlaps(lay) if words == "all" else words
+    problem = overlap_problem(kinds, lay)
+    if problem:
+        raise ValueError(problem)
+    bucket_mb = DEFAULT_BUCKET_MB if bucket_mb is None else bucket_mb
+    prefetch_depth = 1 if prefetch_depth is None else prefetch_depth
+    problem = bucket_mb_problem(bucket_mb) or _range_problem("prefetch-depth", prefetch_depth, 1, MAX_PREFETCH_DEPTH)
+    if problem:
+        raise ValueError(problem)
+    return Overlap(kinds, bucket_mb=float(bucket_mb), prefetch_depth=prefetch_depth)
 
 
 def cluster_nodes(nodes, link_gbit) -> int | None:
@@ -170,7 +210,8 @@ def _start(layout: Layout, args: list, engine: str, timeout: float, cluster=None
 
 def train(layout: Layout | None = None, *, steps: int = 10, seed: int = 0, engine: str = "mpi",
           timeout: float = 300.0, ranks: int | None = None, nodes: int | None = None,
-          link_gbit: float | None = None, config: Config = Config(), **degrees) -> TrainResult:  # fmt: skip
+          link_gbit: float | None = None, config: Config = Config(), overlap="none", bucket_mb: float | None = None,
+          prefetch_depth: int | None = None, **degrees) -> TrainResult:  # fmt: skip
     """Train the book's model with a layout on its ranks of ``engine``; the run's :class:`TrainResult`.
 
     Parameters
@@ -197,6 +238,11 @@ def train(layout: Layout | None = None, *, steps: int = 10, seed: int = 0, engin
         result's ``nodes``, ``link_gbit`` and ``link_bytes`` say where it ran and what crossed the links.
     config : Config
         The model's sizes (the book's small model by default).
+    overlap, bucket_mb, prefetch_depth
+        Which communication runs under computation (:mod:`distlib.train.overlap`): ``"none"`` (the default),
+        ``"all"`` (every kind the layout has) or a list of ``prefetch``, ``buckets``, ``tp``, ``pp``; DDP and
+        ZeRO-1's bucket size in MiB (default 25, PyTorch DDP's); ZeRO-3's prefetch depth (default 1). The
+        losses and parameters are the blocking run's.
 
     Raises
     ------
@@ -206,7 +252,9 @@ def train(layout: Layout | None = None, *, steps: int = 10, seed: int = 0, engin
         A rank failed, stalled or the run timed out (the message names the rank).
     """
     run = dict(steps=steps, seed=seed, engine=engine, timeout=timeout)
-    lay = check_run(layout, **run, ranks=ranks, nodes=nodes, link_gbit=link_gbit, config=config, **degrees)
+    hide = dict(overlap=overlap, bucket_mb=bucket_mb, prefetch_depth=prefetch_depth)
+    lay = check_run(layout, **run, ranks=ranks, nodes=nodes, link_gbit=link_gbit, config=config, **hide, **degrees)
+    run["overlap"] = overlap_of(lay, **hide)
     nodes = cluster_nodes(nodes, link_gbit)
     if nodes is None:
         return _train_here(lay, config=config, **run)
@@ -220,11 +268,12 @@ def train(layout: Layout | None = None, *, steps: int = 10, seed: int = 0, engin
     return dataclasses.replace(result, nodes=nodes, link_gbit=link_gbit, link_bytes=links)
 
 
-def _train_here(layout: Layout, *, steps, seed, engine, timeout, config, cluster=None) -> TrainResult:
+def _train_here(layout: Layout, *, steps, seed, engine, timeout, config, overlap=Overlap(),
+                cluster=None) -> TrainResult:  # fmt: skip
     """One run, checked already: on this machine, or across ``cluster``."""
     from ..engines.report import read_all
 
-    args = run_argv(layout, steps=steps, seed=seed, engine=engine, config=config)
+    args = run_argv(layout, steps=steps, seed=seed, engine=engine, config=config, overlap=overlap)
     result = _start(layout, args, engine, timeout, cluster)
     reports = read_all(result, RankReport)
     return TrainResult.from_ranks(reports, layout=layout, seed=seed, log=result.stderr[0], run_id=result.run_id)

@@ -298,8 +298,12 @@ def _attention(h, p, head_dim, cp=None):
     return _merge(probs @ v), (q, k, v, probs)
 
 
-def _attention_back(dctx, h, p, cache, head_dim, cp=None):
-    """``(dh partial, {wq, wk, wv grads})``: ``dh`` still to be summed over the tensor-parallel ranks."""
+def _attention_back(dctx, h, p, cache, head_dim, cp=None, start=None):
+    """``(dh, {wq, wk, wv grads})``: ``dh`` the input's gradient still to be summed over the tensor-parallel ranks.
+
+    With ``start``, ``start(dh)`` is called as soon as ``dh`` is known, before the three weight gradients (which
+    need no communication) are computed, and what it returns is handed back in place of ``dh``: the sum can run
+    under those matmuls (Korthikanti et al. 2022, section 6.2)."""
     if cp is not None:
         dq, dk, dv = cp.attention_backward(_heads(dctx, p["wq"].shape[1] // head_dim), cache)
     else:
@@ -310,12 +314,14 @@ def _attention_back(dctx, h, p, cache, head_dim, cp=None):
         dscores = probs * (dprobs - (dprobs * probs).sum(axis=-1, keepdims=True)) / math.sqrt(head_dim)
         dq, dk = dscores @ k, dscores.transpose(0, 1, 3, 2) @ q
     h2 = h.reshape(-1, h.shape[-1])
-    grads, dh = {}, 0.0
+    d2s, dh = [], 0.0
     for name, d in (("wq", dq), ("wk", dk), ("wv", dv)):
         d2 = _merge(d).reshape(-1, d.shape[1] * d.shape[3])
-        grads[name] = h2.T @ d2
+        d2s.append((name, d2))
         dh = dh + d2 @ p[name].T
-    return dh.reshape(h.shape), grads
+    dh = dh.reshape(h.shape)
+    pending = dh if start is None else start(dh)
+    return pending, {name: h2.T @ d2 for name, d2 in d2s}
 
 
 SP_SUMMED = ("ln1_g", "ln1_b", "ln2_g", "ln2_b")
@@ -328,6 +334,26 @@ def _sum_tp(reduce, x):
     if reduce is not None:
         reduce(x)
     return x
+
+
+def _start_sum(reduce, x):
+    """Start summing ``x`` over the tensor-parallel ranks: a callable that waits and returns the sum.
+
+    ``reduce`` that can start a sum in the background (``reduce.start``, :mod:`distlib.train.overlap`'s
+    ``tp``) lets the caller compute meanwhile; any other sums now."""
+    if reduce is not None and getattr(reduce, "start", None) is not None:
+        handle = reduce.start(x)
+        return lambda: (handle.wait(), x)[1]
+    _sum_tp(reduce, x)
+    return lambda: x
+
+
+def _start_reduce_scatter(sp, x):
+    """Start sequence parallelism's reduce-scatter of ``x``: a callable that waits and returns this rank's part."""
+    if getattr(sp, "start_reduce_scatter", None) is not None:
+        return sp.start_reduce_scatter(x)
+    part = sp.reduce_scatter(x)
+    return lambda: part
 
 
 # ----------------------------------------------------------------------------
@@ -360,17 +386,18 @@ def _block_backward_sp(p, dy, cache, config, sp, g, cp=None):
     g["b2"][...] = flat(dyw).sum(axis=0)
     g["w2"][...] = flat(a).T @ flat(dyw)
     dz = _gelu_back(dyw @ p["w2"].T, z, t)
-    g["w1"][...] = flat(h2).T @ flat(dz)
+    dh2 = _start_reduce_scatter(sp, dz @ p["w1"].T)  # the all-gather before w1, backward: reduce-scatter
+    g["w1"][...] = flat(h2).T @ flat(dz)  # (under that reduce-scatter, when it runs in the background)
     g["b1"][...] = flat(dz).sum(axis=0)
-    dh2 = sp.reduce_scatter(dz @ p["w1"].T)  # the all-gather before w1, backward: reduce-scatter
-    dx1, g["ln2_g"][...], g["ln2_b"][...] = _ln_back(dh2, ln2, p["ln2_g"])
+    dx1, g["ln2_g"][...], g["ln2_b"][...] = _ln_back(dh2(), ln2, p["ln2_g"])
     dx1 += dy
     dx1w = sp.gather(dx1)  # the reduce-scatter after wo, backward
     g["wo"][...] = flat(ctx).T @ flat(dx1w)
-    dh, att_grads = _attention_back(dx1w @ p["wo"].T, h, p, att, config.head_dim, cp)
+    dh, att_grads = _attention_back(dx1w @ p["wo"].T, h, p, att, config.head_dim, cp,
+                                    start=lambda dh: _start_reduce_scatter(sp, dh))  # fmt: skip
     for name, value in att_grads.items():
         g[name][...] = value
-    dx, g["ln1_g"][...], g["ln1_b"][...] = _ln_back(sp.reduce_scatter(dh), ln1, p["ln1_g"])
+    dx, g["ln1_g"][...], g["ln1_b"][...] = _ln_back(dh(), ln1, p["ln1_g"])
     # The norms' gains and biases are replicated, but each rank saw only its positions: their
     # gradients are partial sums over the sequence, summed here over the tensor-parallel group in one
     # all-reduce. Megatron-LM does the same sum (the parameters it marks ``sequence_parallel``, all-reduced
@@ -401,16 +428,17 @@ def _block_backward(p, dy, cache, config, reduce, g, cp=None):
     g["b2"][...] = flat(dy).sum(axis=0)
     g["w2"][...] = flat(a).T @ flat(dy)
     dz = _gelu_back(dy @ p["w2"].T, z, t)
-    g["w1"][...] = flat(h2).T @ flat(dz)
+    dh2 = _start_sum(reduce, dz @ p["w1"].T)  # column-parallel input gradient: sum over ranks, started first
+    g["w1"][...] = flat(h2).T @ flat(dz)  # (under that sum, when it runs in the background)
     g["b1"][...] = flat(dz).sum(axis=0)
-    dh2 = _sum_tp(reduce, dz @ p["w1"].T)  # column-parallel input gradient: sum over ranks
-    dx1, g["ln2_g"][...], g["ln2_b"][...] = _ln_back(dh2, ln2, p["ln2_g"])
+    dx1, g["ln2_g"][...], g["ln2_b"][...] = _ln_back(dh2(), ln2, p["ln2_g"])
     dx1 += dy
     g["wo"][...] = flat(ctx).T @ flat(dx1)
-    dh, att_grads = _attention_back(dx1 @ p["wo"].T, h, p, att, config.head_dim, cp)
+    dh, att_grads = _attention_back(dx1 @ p["wo"].T, h, p, att, config.head_dim, cp,
+                                    start=lambda dh: _start_sum(reduce, dh))  # fmt: skip
     for name, value in att_grads.items():
         g[name][...] = value
-    dx, g["ln1_g"][...], g["ln1_b"][...] = _ln_back(_sum_tp(reduce, dh), ln1, p["ln1_g"])
+    dx, g["ln1_g"][...], g["ln1_b"][...] = _ln_back(dh(), ln1, p["ln1_g"])
     return dx + dx1
 
 

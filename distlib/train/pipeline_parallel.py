@@ -158,17 +158,25 @@ class Stage:
     cp : ContextParallel, optional
         Context parallelism (:mod:`distlib.train.context_parallel`): the microbatches hold this rank's
         positions of every sequence only.
+    receiver : distlib.engines.tagged.Background, optional
+        :mod:`distlib.train.overlap`'s ``pp``: a thread that takes the stage's receives, each posted one op
+        ahead, so a transfer runs while the op before it computes (waiting for it is still idle time).
 
     Attributes
     ----------
+    unit_seconds : ndarray, shape (2, units)
+        The last step's seconds in each unit's forward (row 0) and backward (row 1) pass, this rank's units in
+        chunk order: the model's own work (with tensor or sequence parallelism, their collectives inside it),
+        not ZeRO-3's gathers.
     activation_peak : int
         The most bytes of activations the stage has held for its backward passes at once (the caches of the
         microbatches in flight, :func:`activation_bytes`), since the start.
     """
 
     def __init__(self, *, config, stage, pp, chunks, microbatches, layout, chunk_units, pp_comm, reduce, ledger,
-                 sp=None, cp=None):  # fmt: skip
+                 sp=None, cp=None, receiver=None):  # fmt: skip
         self.config, self.stage, self.pp, self.chunks, self.m = config, stage, pp, chunks, microbatches
+        self.receiver, self._posted = receiver, {}
         self.layout, self.comm, self.reduce, self.sp, self.cp = layout, pp_comm, reduce, sp, cp
         seq = config.seq if cp is None else config.seq // cp.size  # this rank's positions of each sequence
         self.positions = seq if sp is None else seq // sp.size  # of each sequence, sent between stages
@@ -188,11 +196,43 @@ class Stage:
     def _virtual(self, chunk: int) -> int:
         return chunk * self.pp + self.stage
 
-    def _receive(self, kind, mb, chunk, shape, clock):
-        buf = np.empty(int(np.prod(shape)))
+    def _source_tag(self, kind, mb, chunk) -> tuple:
         source = (self._virtual(chunk) + (-1 if kind == "F" else 1)) % self.pp
-        clock.wait(self.comm.irecv(buf, source, tag=message_tag(kind, mb, self._virtual(chunk), self.m)))
+        return source, message_tag(kind, mb, self._virtual(chunk), self.m)
+
+    def _receive(self, kind, mb, chunk, shape, clock):
+        posted = self._posted.pop((kind, mb, chunk), None)
+        if posted is not None:  # posted an op ahead (overlap pp): wait for it to have arrived
+            handle, buf = posted
+            clock.wait(handle)
+            return buf.reshape(shape)
+        buf = np.empty(int(np.prod(shape)))
+        source, tag = self._source_tag(kind, mb, chunk)
+        clock.wait(self.comm.irecv(buf, source, tag=tag))
         return buf.reshape(shape)
+
+    def _receives(self, kind, mb, chunk) -> bool:
+        """Whether the op receives its input: all but chunk 0 of stage 0's forwards and the head's backwards."""
+        if kind == "F":
+            return self._virtual(chunk) > 0
+        return self.local[chunk][-1][1] != self.last_unit
+
+    def _post(self, op, rows: int) -> None:
+        """Hand op ``op``'s receive to the receiver thread now, if it has one and it is not posted yet."""
+        kind, mb, chunk = op
+        if op in self._posted or not self._receives(kind, mb, chunk):
+            return
+        buf = np.empty(rows * self.positions * self.config.hidden)
+        source, tag = self._source_tag(kind, mb, chunk)
+        self._posted[op] = (self.receiver.start(self.comm.recv, buf, source, tag=tag, what="recv (pp)"), buf)
+
+    def unit_order(self, ops) -> list:
+        """The units' local indices in the order the ops ask for their parameters (ZeRO-3's prefetch order)."""
+        order = []
+        for kind, _, chunk in ops:
+            units = [k for k, _ in self.local[chunk]]
+            order += units if kind == "F" else units[::-1]
+        return order
 
     def _send(self, kind, mb, chunk, x, pending) -> None:
         to = self._virtual(chunk) + (1 if kind == "F" else -1)
@@ -206,9 +246,12 @@ class Stage:
         start, caches[mb, chunk] = time.perf_counter(), []
         for k, unit in self.local[chunk]:
             head = unit == self.last_unit
-            x, cache = forward_unit(self.layout.specs[k], self.layout.params(k), x, config=c,
+            weights = self.layout.params(k)  # (ZeRO-3 gathers it here: communication, not the unit's compute)
+            began = time.perf_counter()
+            x, cache = forward_unit(self.layout.specs[k], weights, x, config=c,
                                     targets=targets if head else None, reduce=self.reduce, sp=self.sp,
                                     cp=self.cp)  # fmt: skip
+            self.unit_seconds[0, k] += time.perf_counter() - began
             self.layout.release(k)
             caches[mb, chunk].append(cache)
         self._hold(activation_bytes(caches[mb, chunk]))
@@ -228,8 +271,11 @@ class Stage:
         kept = activation_bytes(held)
         for (k, _), cache in zip(reversed(self.local[chunk]), reversed(held)):
             grad = self.scratch[: self.layout.sizes[k]] if self.accumulates else self.layout.grad_buffer(k)
-            dy = backward_unit(self.layout.specs[k], self.layout.params(k), dy, cache, grad, config=c,
+            weights = self.layout.params(k)
+            began = time.perf_counter()
+            dy = backward_unit(self.layout.specs[k], weights, dy, cache, grad, config=c,
                                reduce=self.reduce, sp=self.sp, cp=self.cp)  # fmt: skip
+            self.unit_seconds[1, k] += time.perf_counter() - began
             if self.accumulates:
                 self.layout.grad_buffer(k)[...] += grad
             self.layout.grad_done(k)
@@ -251,9 +297,14 @@ class Stage:
         """
         if self.accumulates:
             self.layout.grads[...] = 0.0
+        self.layout.begin_step(self.unit_order(ops))
+        self.unit_seconds = np.zeros((2, len(self.layout.sizes)))
         caches, losses, clock, pending, ran = {}, [None] * self.m, Clock(), [], []
-        for kind, mb, chunk in ops:
+        for i, (kind, mb, chunk) in enumerate(ops):
             tokens, targets = pieces[mb]
+            if self.receiver is not None:  # this op's receive, and the next op's, ahead of this op's compute
+                for op in ops[i : i + 2]:
+                    self._post(op, len(pieces[op[1]][0]))
             if kind == "F":
                 self.forward(mb, chunk, tokens, targets, caches, losses, clock, pending)
             else:

@@ -51,6 +51,7 @@ from .data import global_batch, local_batch
 from .data_parallel import Ledger, make_layout
 from .microbatches import mean_loss, scale_accumulated, split_microbatches
 from .model import Config, init_units, shard_unit, unit_specs
+from .overlap import DEFAULT_BUCKET_MB, Overlap
 from .pipeline_parallel import Stage, stage_ops, stage_units
 from .results import RankReport
 from .tensor_parallel import tensor_parallel
@@ -63,7 +64,8 @@ CONFIG_FLAGS = tuple(f.name for f in fields(Config))
 """The model's sizes as flags (``--hidden 64`` ...), given to the ranks when they are not the book's."""
 
 
-def run_argv(layout: Layout, *, steps: int, seed: int, engine: str, config: Config = Config()) -> list:
+def run_argv(layout: Layout, *, steps: int, seed: int, engine: str, config: Config = Config(),
+             overlap: Overlap = Overlap()) -> list:  # fmt: skip
     """The flags a rank is started with: the layout's, the run's, and the model's sizes that differ from the book's.
 
     >>> run_argv(Layout(tp=2), steps=3, seed=0, engine="mpi")
@@ -73,7 +75,8 @@ def run_argv(layout: Layout, *, steps: int, seed: int, engine: str, config: Conf
     """
     sizes = [[f"--{f.name}", str(getattr(config, f.name))] for f in fields(Config)
              if getattr(config, f.name) != f.default]  # fmt: skip
-    return [*layout.argv(), "--steps", str(steps), "--seed", str(seed), "--engine", engine, *sum(sizes, [])]
+    return [*layout.argv(), "--steps", str(steps), "--seed", str(seed), "--engine", engine, *sum(sizes, []),
+            *overlap.argv()]
 
 
 def _checksum_part(layout, specs, tp_rank: int) -> float:
@@ -86,30 +89,69 @@ def _checksum_part(layout, specs, tp_rank: int) -> float:
     return total
 
 
-def _build(comm, lay: Layout, config: Config, seed: int, adam: Adam, cp_options: dict) -> tuple:
-    """This rank's parts: its counted world, place, groups, data-parallel layout, stage and op order."""
+class _Threads:
+    """The background threads an overlapped run uses (:mod:`distlib.train.overlap`): the collectives' over a
+    channel of their own (:class:`~distlib.engines.tagged.TaggedComm`, counted apart), and the pipeline's
+    receives."""
+
+    def __init__(self, comm, overlap: Overlap, groups):
+        from ..engines.tagged import Background, TaggedComm, check_threads
+
+        self.collectives = self.receiver = self.counted = None
+        if overlap.background or "pp" in overlap:
+            check_threads(comm)
+        if overlap.background:
+            self.collectives = Background("distlib-overlap")
+            self.counted = CountingComm(TaggedComm(comm))
+        if "pp" in overlap:
+            self.receiver = Background("distlib-pp-recv")
+        self.groups = groups
+
+    def channel(self, kind: str, group):
+        """``(thread, the group over the tagged channel)`` for a kind the run overlaps, else ``None``."""
+        return (self.collectives, SubComm(self.counted, list(group))) if self.collectives is not None else None
+
+    @property
+    def waited(self) -> float:
+        return self.collectives.waited if self.collectives is not None else 0.0
+
+    def close(self) -> None:
+        for thread in (self.collectives, self.receiver):
+            if thread is not None:
+                thread.close()
+
+
+def _build(comm, lay: Layout, config: Config, seed: int, adam: Adam, cp_options: dict,
+           overlap: Overlap = Overlap()) -> tuple:  # fmt: skip
+    """This rank's parts: its counted world, place, groups, data-parallel layout, stage and op order, and the
+    background threads of its overlap."""
     counted = CountingComm(comm)
     at, groups = lay.coords(comm.rank), lay.groups(comm.rank)
     data_comm, pp_comm, tp_comm, cp_comm = (SubComm(counted, list(g)) for g in (groups.replicas, groups.pp,
                                                                                groups.tp, groups.cp))
+    threads = _Threads(comm, overlap, groups)
     chunks = stage_units(at.pp, config.layers, lay.pp, lay.chunks)
     mine = [u for units in chunks for u in units]
     full, specs, every = unit_specs(config), unit_specs(config, lay.tp), init_units(config, seed)
     ledger = Ledger()
+    hides = dict(buckets="buckets" in overlap, bucket_bytes=overlap.bucket_bytes,
+                 prefetch=overlap.prefetch_depth if "prefetch" in overlap else 0, microbatches=lay.microbatches,
+                 background=threads.channel("data", groups.replicas))  # fmt: skip
     layout = make_layout(lay.zero, [specs[u] for u in mine], [shard_unit(full[u], every[u], at.tp, lay.tp) for u in mine],
-                         data_comm, adam=adam, ledger=ledger)  # fmt: skip
-    reduce, sp = tensor_parallel(tp_comm, sequence_parallel=lay.sequence_parallel)
+                         data_comm, adam=adam, ledger=ledger, **hides)  # fmt: skip
+    reduce, sp = tensor_parallel(tp_comm, sequence_parallel=lay.sequence_parallel,
+                                 background=threads.channel("tp", groups.tp) if "tp" in overlap else None)
     cp = context_parallel(cp_comm, kind=lay.cp_kind, seq=config.seq, **cp_options)
     stage = Stage(config=config, stage=at.pp, pp=lay.pp, chunks=lay.chunks, microbatches=lay.microbatches,
                   layout=layout, chunk_units=chunks, pp_comm=pp_comm, reduce=reduce, ledger=ledger, sp=sp,
-                  cp=cp)
+                  cp=cp, receiver=threads.receiver)  # fmt: skip
     ops = stage_ops(lay.schedule, lay.pp, lay.microbatches, at.pp, chunks=lay.chunks)
-    return counted, at, (data_comm, pp_comm), stage, ops, ledger
+    return counted, at, (data_comm, pp_comm), stage, ops, ledger, threads
 
 
 def _flush(stage: Stage, mb_losses, step: int, pp_comm, data_comm) -> float:
     """After the last op: the summed gradient scaled, the layout's update (its data-parallel collective), the loss."""
-    if stage.accumulates:
+    if stage.accumulates and not stage.layout.scales_accumulated:
         scale_accumulated(stage.layout.grads, stage.m)
     stage.layout.update(step)
     loss = np.array([mean_loss(mb_losses) if mb_losses is not None else 0.0])
@@ -127,7 +169,8 @@ def _record(times: dict, clock, seconds: float) -> None:
 
 
 def train_rank(comm, layout: Layout, *, steps: int, seed: int, config: Config = Config(), adam: Adam = Adam(),
-               say=None, cp_overlap: bool = True, cp_split: str = "zigzag") -> RankReport:  # fmt: skip
+               say=None, cp_overlap: bool = True, cp_split: str = "zigzag",
+               overlap: Overlap = Overlap()) -> RankReport:  # fmt: skip
     """Train on this rank of ``comm`` with ``layout`` for ``steps`` steps; this rank's report.
 
     Every rank of ``comm`` calls it with the same arguments (SPMD).
@@ -148,6 +191,9 @@ def train_rank(comm, layout: Layout, *, steps: int, seed: int, config: Config = 
         Context parallelism's ring posts each hop under the block before it (True; False: the blocking
         ring), and its sequence is cut in zig-zag chunks (``"contiguous"``: the imbalance it cures); both
         give the same numbers (:class:`~distlib.train.context_parallel.ContextParallel`).
+    overlap : Overlap
+        Which communication runs under computation (:mod:`distlib.train.overlap`; checked against the layout
+        by the launching side); the same numbers as without.
 
     Returns
     -------
@@ -179,11 +225,12 @@ def train_rank(comm, layout: Layout, *, steps: int, seed: int, config: Config = 
                          f"({comm.size})")
     layout.check(config)
     options = dict(overlap=cp_overlap, split=cp_split)
-    counted, at, (data_comm, pp_comm), stage, ops, ledger = _build(comm, layout, config, seed, adam, options)
-    times = {name: [] for name in ("step", "busy", "idle", "flush", "forward", "backward")}
+    counted, at, (data_comm, pp_comm), stage, ops, ledger, threads = _build(comm, layout, config, seed, adam, options,
+                                                                            overlap)  # fmt: skip
+    times = {name: [] for name in ("step", "busy", "idle", "flush", "forward", "backward", "waited", "units")}
     losses, ran_first = [], None
     for step in range(1, steps + 1):
-        start = time.perf_counter()
+        start, waited = time.perf_counter(), threads.waited
         batch = local_batch(*global_batch(seed, step - 1, batch=config.batch, seq=config.seq, vocab=config.vocab),
                             at.dp, layout.dp)  # fmt: skip
         if stage.cp is not None:  # this rank's positions of every sequence
@@ -193,22 +240,29 @@ def train_rank(comm, layout: Layout, *, steps: int, seed: int, config: Config = 
         ran_first = ran_first or ran
         losses.append(_flush(stage, mb_losses, step, pp_comm, data_comm))
         _record(times, clock, time.perf_counter() - start)
+        times["waited"].append(threads.waited - waited)
+        times["units"].append(stage.unit_seconds)
         if say is not None:
             say(f"step {step}/{steps}  loss {losses[-1]:.6f}  {times['step'][-1] * 1e3:.1f} ms")
+    threads.close()
     dp_layout = stage.layout
+    behind = threads.counted  # what the background channel sent
     return RankReport(rank=comm.rank, dp_rank=at.dp, tp_rank=at.tp, losses=losses,
                       checksum_part=_checksum_part(dp_layout, dp_layout.specs, at.tp), state_bytes=ledger.peak,
-                      state_parts=ledger.at_peak, comm_bytes=counted.bytes_sent, messages=counted.messages,
+                      state_parts=ledger.at_peak, comm_bytes=counted.bytes_sent + (behind.bytes_sent if behind else 0),
+                      messages=counted.messages + (behind.messages if behind else 0),
                       step_seconds=times["step"], local_params=sum(dp_layout.sizes), pp_rank=at.pp,
                       busy_seconds=times["busy"], idle_seconds=times["idle"], flush_seconds=times["flush"],
                       forward_seconds=times["forward"], backward_seconds=times["backward"], ops=ran_first,
                       activation_bytes=stage.activation_peak, attention_flops=stage.cp.flops if stage.cp else 0,
                       attention_seconds=stage.cp.seconds if stage.cp else 0.0,
-                      attention_wait_seconds=stage.cp.wait_seconds if stage.cp else 0.0)  # fmt: skip
+                      attention_wait_seconds=stage.cp.wait_seconds if stage.cp else 0.0,
+                      overlap_wait_seconds=times["waited"], overlap=list(overlap.kinds),
+                      unit_seconds=np.mean(times["units"][1:] or times["units"], axis=0).tolist())  # fmt: skip
 
 
 def _parse(argv) -> tuple:
-    """``(layout, steps, seed, engine, config, cp_overlap)`` from a rank's flags (checked by the launching side
+    """``(layout, steps, seed, engine, config, cp_overlap, overlap)`` from a rank's flags (checked by the launching side
     already)."""
     parser = argparse.ArgumentParser(prog="python -m distlib.train.rank")
     Layout.add_arguments(parser)
@@ -217,18 +271,23 @@ def _parse(argv) -> tuple:
     parser.add_argument("--engine", choices=ENGINES, default="mpi")
     parser.add_argument("--cp-blocking", action="store_true",
                         help="context parallelism's ring exchanges after each block instead of under it")
+    parser.add_argument("--overlap", default="")
+    parser.add_argument("--bucket-mb", type=float, default=DEFAULT_BUCKET_MB)
+    parser.add_argument("--prefetch-depth", type=int, default=1)
     for f in fields(Config):
         parser.add_argument(f"--{f.name}", dest=f"config_{f.name}", type=int, default=f.default)
     ns = parser.parse_args(argv)
     config = Config(**{f.name: getattr(ns, f"config_{f.name}") for f in fields(Config)})
-    return Layout.from_namespace(ns), ns.steps, ns.seed, ns.engine, config, not ns.cp_blocking
+    overlap = Overlap(tuple(k for k in ns.overlap.split(",") if k), bucket_mb=ns.bucket_mb,
+                      prefetch_depth=ns.prefetch_depth)  # fmt: skip
+    return Layout.from_namespace(ns), ns.steps, ns.seed, ns.engine, config, not ns.cp_blocking, overlap
 
 
 def main(argv=None) -> None:
     """Entry point of one rank, MPI's (``python -m mpi4py -m distlib.train.rank``) or gloo's (``--engine gloo``)."""
     from ..engines.report import emit
 
-    layout, steps, seed, engine, config, cp_overlap = _parse(sys.argv[1:] if argv is None else argv)
+    layout, steps, seed, engine, config, cp_overlap, overlap = _parse(sys.argv[1:] if argv is None else argv)
     if engine == "gloo":
         from ..engines.torch_numpy import numpy_world
 
@@ -238,7 +297,8 @@ def main(argv=None) -> None:
 
         comm = world()
     say = (lambda text: print(text, file=sys.stderr, flush=True)) if comm.rank == 0 else None
-    emit(train_rank(comm, layout, steps=steps, seed=seed, config=config, say=say, cp_overlap=cp_overlap))
+    emit(train_rank(comm, layout, steps=steps, seed=seed, config=config, say=say, cp_overlap=cp_overlap,
+                    overlap=overlap))
 
 
 if __name__ == "__main__":

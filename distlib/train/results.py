@@ -53,6 +53,11 @@ class RankReport:
     with context parallelism ``attention_flops`` and ``attention_seconds``
     are the attention products it ran over the whole run and their time,
     ``attention_wait_seconds`` the time it waited for their messages.
+    ``overlap`` names what it ran under computation (``--overlap``) and
+    ``overlap_wait_seconds`` is, per step, the time it waited for those
+    background collectives; ``unit_seconds`` is, per local unit, the
+    seconds of its forward (row 0) and backward (row 1) pass in a step (the
+    mean over the steps after the first).
     """
 
     rank: int
@@ -77,6 +82,9 @@ class RankReport:
     attention_flops: int = 0
     attention_seconds: float = 0.0
     attention_wait_seconds: float = 0.0
+    overlap_wait_seconds: list[float] = field(default_factory=list)
+    overlap: list[str] = field(default_factory=list)
+    unit_seconds: list = field(default_factory=list)
 
 
 def _mean(values) -> float:
@@ -145,6 +153,11 @@ class TrainResult:
     measured_bubble: float | None = None
     predicted_bubble: float | None = None
     predicted_idle_seconds: list[float] | None = None
+    overlap: tuple = ()
+    """What ran under computation (``--overlap``, :mod:`distlib.train.overlap`); empty: nothing."""
+    overlap_wait_seconds: list[float] | None = None
+    """With ``overlap``: per step, the most seconds a rank waited for the collectives it had started in the
+    background (what computation did not hide; the pipeline's posted receives count as idle time instead)."""
 
     @classmethod
     def from_ranks(cls, reports, *, layout: Layout, seed: int, log: str = "", run_id: str = "") -> "TrainResult":
@@ -153,6 +166,9 @@ class TrainResult:
         reports = list(reports)
         seconds = [max(r.step_seconds[i] for r in reports) for i in range(len(reports[0].step_seconds))]
         stages = _stage_times(reports, layout) if layout.is_pipeline else {}
+        if reports[0].overlap:
+            stages.update(overlap=tuple(reports[0].overlap), overlap_wait_seconds=[
+                max(r.overlap_wait_seconds[i] for r in reports) for i in range(len(seconds))])
         return cls(layout=layout, seed=seed, losses=list(reports[0].losses),
                    param_checksum=math.fsum(r.checksum_part for r in reports),
                    state_bytes=[r.state_bytes for r in reports], comm_bytes=[r.comm_bytes for r in reports],
@@ -161,11 +177,13 @@ class TrainResult:
 
     def to_json(self) -> dict:
         """The object ``python -m distlib.train --json`` prints: :data:`JSON_FIELDS`, :data:`EVERY_RUN_FIELDS`;
-        for a pipeline :data:`PIPELINE_FIELDS`; for a run across a mini cluster (``--nodes``), ``nodes``,
+        for a pipeline :data:`PIPELINE_FIELDS`; with ``--overlap``, ``overlap`` and ``overlap_wait_seconds``; for a run across a mini cluster (``--nodes``), ``nodes``,
         ``link_gbit`` and ``link_bytes``."""
         data = {name: getattr(self, name) for name in JSON_FIELDS + EVERY_RUN_FIELDS}
         if self.layout.is_pipeline:
             data.update({name: getattr(self, name) for name in PIPELINE_FIELDS})
+        if self.overlap:
+            data.update(overlap=list(self.overlap), overlap_wait_seconds=self.overlap_wait_seconds)
         if self.nodes is not None:  # --nodes: where the ranks ran, and what crossed the links
             data.update(nodes=self.nodes, link_gbit=self.link_gbit, link_bytes=dict(self.link_bytes))
         return data

@@ -40,8 +40,21 @@ class SequenceParallel:
     [((2, 2, 3), True, True), ((2, 2, 3), True, True)]
     """
 
-    def __init__(self, comm):
+    def __init__(self, comm, background=None):
         self.comm, self.rank, self.size = comm, comm.rank, comm.size
+        self.start_reduce_scatter = None
+        """With ``background=(thread, comm)`` (:mod:`distlib.train.overlap`'s ``tp``): ``start_reduce_scatter(x)``
+        starts :meth:`reduce_scatter` on the thread, over the same group with tags of its own, and returns a
+        callable that waits for it and returns this rank's part."""
+        if background is not None:
+            thread, bg_comm = background
+            behind = SequenceParallel(bg_comm)
+
+            def start(x):
+                handle = thread.start(behind.reduce_scatter, x, what="reduce_scatter (tp)")
+                return handle.wait
+
+            self.start_reduce_scatter = start
 
     def positions(self, seq: int) -> slice:
         """This rank's positions of a sequence of ``seq`` tokens (``size`` must divide ``seq``)."""

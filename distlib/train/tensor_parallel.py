@@ -18,17 +18,36 @@ no engine.
 
 from __future__ import annotations
 
+from ..engines.algorithms import allreduce
 from .sequence_parallel import SequenceParallel
 
-__all__ = ["tensor_parallel"]
+__all__ = ["TPSum", "tensor_parallel"]
 
 
-def tensor_parallel(tp_comm, *, sequence_parallel: bool) -> tuple:
+class TPSum:
+    """The tensor-parallel sum: ``reduce(buf)`` sums ``buf`` in place over the group; with a background channel
+    (:mod:`distlib.train.overlap`'s ``tp``) also ``reduce.start(buf)``, the same sum on the background thread,
+    whose handle the backward pass waits for after the weight gradient's matmul."""
+
+    def __init__(self, comm, background=None):
+        self.comm = comm
+        self.start = None
+        if background is not None:
+            thread, bg_comm = background
+            self.start = lambda buf: thread.start(allreduce, bg_comm, buf, what="allreduce (tp)")
+
+    def __call__(self, buf):
+        return allreduce(self.comm, buf)
+
+
+def tensor_parallel(tp_comm, *, sequence_parallel: bool, background=None) -> tuple:
     """``(reduce, sp)`` for :func:`~distlib.train.model.forward_unit` over the tensor-parallel group ``tp_comm``.
 
     One rank: ``(None, None)``, the model runs whole. Otherwise ``reduce`` sums a buffer in place over the
-    group (``None`` with sequence parallelism) and ``sp`` is a
-    :class:`~distlib.train.sequence_parallel.SequenceParallel` (``None`` without).
+    group (a :class:`TPSum`; ``None`` with sequence parallelism) and ``sp`` is a
+    :class:`~distlib.train.sequence_parallel.SequenceParallel` (``None`` without). With
+    ``background=(thread, comm)`` (``comm`` the same group over a
+    :class:`~distlib.engines.tagged.TaggedComm`) the backward pass's sums can run under its weight gradients.
 
     >>> from distlib.engines.comm import run_threads
     >>> import numpy as np
@@ -43,7 +62,5 @@ def tensor_parallel(tp_comm, *, sequence_parallel: bool) -> tuple:
     if tp_comm.size == 1:
         return None, None
     if sequence_parallel:
-        return None, SequenceParallel(tp_comm)
-    from ..engines.algorithms import allreduce
-
-    return (lambda buf: allreduce(tp_comm, buf)), None
+        return None, SequenceParallel(tp_comm, background)
+    return TPSum(tp_comm, background), None
