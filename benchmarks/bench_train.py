@@ -23,13 +23,20 @@ One run, two tables:
 2. **Peers** (:mod:`distlib.train.peers`, where torch is importable): the
    book's ZeRO-3 beside FSDP2's ``fully_shard`` and the book's TP beside
    DTensor's ``parallelize_module``, same ranks, batches and seed, over
-   gloo: median step times (after the first step) and their ratio
+   gloo, on the book's small model and on a larger one (``--peers-models``)
+   where the book's side overlaps its communication as PyTorch's does: median step times (after the first step) and their ratio
    (book / PyTorch; above 1, the book is slower), and the largest relative
    loss difference. PyTorch's side runs without ``CommDebugMode``
    (``count=False``): it dispatches every operator through Python and
    would make PyTorch's step about six times slower here; the book's
    counter (:class:`~distlib.engines.comm.CountingComm`) costs nothing and
    stays on.
+
+3. **Overlap across two nodes** (``--overlap``, as root where a mini cluster
+   can be made): DDP's buckets and ZeRO-3's prefetch, blocking and
+   overlapped, one rank a node over a throttled link, beside the step
+   chapter 8's and chapter 10's timelines predict
+   (:mod:`distlib.train.overlap_measure`).
 
 Absolute times depend on the machine and whatever else runs on it; the
 ratios and the byte counts are what the book discusses. The script prints
@@ -100,16 +107,25 @@ def run_layouts(ranks_list, steps: int, engine: str, seed: int, say) -> list:
     return rows
 
 
-def run_peers(ranks_list, steps: int, seed: int, say) -> list:
+PEER_MODELS = {"small": Config(), "large": Config(hidden=256, layers=4, heads=4, seq=64, batch=8, vocab=64)}
+"""The peers' models: the book's small one (Python's overhead sets its step), and one whose matmuls and messages
+take most of the step (1.6 MB of float64 gradient a block), where the book's side overlaps its communication
+(ZeRO-3: ``--overlap prefetch,buckets``, as FSDP2 prefetches by default; TP: ``--overlap tp``)."""
+
+
+def run_peers(ranks_list, steps: int, seed: int, say, models=("small", "large")) -> list:
     from distlib.train.peers import fsdp_beside_zero3, tp_beside_megatron
 
     rows = []
     for ranks in ranks_list:
-        for check in (fsdp_beside_zero3, tp_beside_megatron):
-            say(f"# {check.__name__} on {ranks} gloo ranks, {steps} steps")
-            c = check(ranks=ranks, steps=steps, seed=seed, timeout=300, count=False)  # CommDebugMode off
+        for model, check in ((m, c) for m in models for c in (fsdp_beside_zero3, tp_beside_megatron)):
+            config, overlap = PEER_MODELS[model], model == "large"
+            say(f"# {check.__name__} on {ranks} gloo ranks, {steps} steps, the {model} model")
+            c = check(ranks=ranks, steps=steps, seed=seed, timeout=300, count=False, config=config,
+                      overlap=overlap)  # CommDebugMode off
             book, peer = _after_first(c.book_step_seconds), _after_first(c.peer_step_seconds)
-            rows.append({"book": c.book, "peer": c.peer, "ranks": ranks, "book_median_step_s": book,
+            rows.append({"book": c.book + (" +overlap" if overlap else ""), "peer": c.peer, "ranks": ranks,
+                         "model": model, "book_median_step_s": book,
                          "peer_median_step_s": peer, "time_ratio": book / peer,
                          "book_step_seconds": c.book_step_seconds, "peer_step_seconds": c.peer_step_seconds,
                          "max_loss_difference": c.max_loss_difference})  # fmt: skip
@@ -128,12 +144,42 @@ def layout_table(rows) -> str:
 
 
 def peer_table(rows) -> str:
-    lines = [f"{'book':<12} {'PyTorch':<27} {'ranks':>5} {'book ms':>9} {'torch ms':>9} {'book/torch':>10} "
-             f"{'loss diff':>9}"]  # fmt: skip
+    lines = [f"{'book':<21} {'PyTorch':<27} {'model':<6} {'ranks':>5} {'book ms':>9} {'torch ms':>9} "
+             f"{'book/torch':>10} {'loss diff':>9}"]  # fmt: skip
     for r in rows:
-        lines.append(f"{r['book']:<12} {r['peer']:<27} {r['ranks']:>5} {r['book_median_step_s'] * 1e3:>9.1f} "
+        lines.append(f"{r['book']:<21} {r['peer']:<27} {r['model']:<6} {r['ranks']:>5} "
+                     f"{r['book_median_step_s'] * 1e3:>9.1f} "
                      f"{r['peer_median_step_s'] * 1e3:>9.1f} {r['time_ratio']:>10.2f} "
                      f"{r['max_loss_difference']:>9.1e}")  # fmt: skip
+    return "\n".join(lines)
+
+
+def run_overlaps(kinds, link_gbit: float, engines, steps: int, say) -> list:
+    """Each of ``kinds`` across two mini-cluster nodes, blocking and overlapped, beside its timeline's prediction
+    (:func:`distlib.train.overlap_measure.measure_overlap`)."""
+    from distlib.train.overlap_measure import measure_overlap
+
+    rows = []
+    for kind in kinds:
+        for engine in engines:
+            say(f"# {kind} across two nodes at {link_gbit:g} Gbit/s on {engine}")
+            r = measure_overlap(kind, link_gbit=link_gbit, engine=engine, steps=steps, repeats=2)
+            rows.append({"kind": kind, "engine": engine, "link_gbit": link_gbit, "blocking_s": r.blocking_seconds,
+                         "overlapped_s": r.overlapped_seconds, "predicted_s": r.predicted_overlapped_seconds,
+                         "measured_saving_s": r.measured_saving, "predicted_saving_s": r.predicted_saving_seconds,
+                         "prediction_error": r.prediction_error, "compute_s": r.compute_seconds,
+                         "comm_s": r.comm_seconds, "losses_equal": r.losses_equal})  # fmt: skip
+    return rows
+
+
+def overlap_table(rows) -> str:
+    lines = [f"{'overlap':<8} {'engine':<6} {'blocking ms':>11} {'overlapped':>10} {'predicted':>9} {'|error|':>7} "
+             f"{'saved ms':>8} {'predicted':>9} {'compute':>8} {'comm':>6}"]  # fmt: skip
+    for r in rows:
+        lines.append(f"{r['kind']:<8} {r['engine']:<6} {r['blocking_s'] * 1e3:>11.1f} {r['overlapped_s'] * 1e3:>10.1f} "
+                     f"{r['predicted_s'] * 1e3:>9.1f} {r['prediction_error']:>7.0%} "
+                     f"{r['measured_saving_s'] * 1e3:>8.1f} {r['predicted_saving_s'] * 1e3:>9.1f} "
+                     f"{r['compute_s'] * 1e3:>8.1f} {r['comm_s'] * 1e3:>6.1f}")  # fmt: skip
     return "\n".join(lines)
 
 
@@ -164,6 +210,13 @@ def parse(argv=None) -> argparse.Namespace:
     parser.add_argument("--engine", default="mpi", help=f"the layouts' engine: {', '.join(ENGINES)} (default mpi)")
     parser.add_argument("--peers-ranks", default="2", help="ranks of the peer checks, from {2, 4}, or none")
     parser.add_argument("--seed", default="0", help="seed of the parameters and the data, 0 to 2**32-1")
+    parser.add_argument("--peers-models", default="small,large",
+                        help="the peers' models: small (the book's), large (communication a visible part of the "
+                             "step, the book's side overlapping), or both (default small,large)")
+    parser.add_argument("--overlap", default="auto",
+                        help="overlaps measured across two mini-cluster nodes (root): buckets, zero3, both "
+                             "comma-separated, none, or auto (both where a mini cluster can be made; default)")
+    parser.add_argument("--overlap-link", default="0.3", help="the nodes' link in Gbit/s (default 0.3)")
     parser.add_argument("--json", action="store_true", help="the numbers as one JSON object on stdout")
     ns = parser.parse_args(argv)
     try:
@@ -174,6 +227,17 @@ def parse(argv=None) -> argparse.Namespace:
             if not value.strip().isdigit() or not low <= int(value) <= high:
                 raise ValueError(f"{flag} must be an integer from {low} to {high}; got {value!r}")
             setattr(ns, name, int(value))
+        models = [m.strip() for m in ns.peers_models.split(",") if m.strip()]
+        if not models or any(m not in PEER_MODELS for m in models):
+            raise ValueError(f"--peers-models must be small, large or small,large; got {ns.peers_models!r}")
+        ns.peers_models = models
+        ns.overlap = _overlap_flag(ns.overlap)
+        try:
+            ns.overlap_link = float(ns.overlap_link)
+        except ValueError:
+            ns.overlap_link = -1.0
+        if not 0.01 <= ns.overlap_link <= 100:
+            raise ValueError("--overlap-link must be a rate in Gbit/s from 0.01 to 100")
         if ns.engine not in ENGINES:
             raise ValueError(f"--engine must be one of {', '.join(ENGINES)}; got {ns.engine!r}")
         if ns.engine == "gloo" and importlib.util.find_spec("torch") is None:
@@ -181,6 +245,22 @@ def parse(argv=None) -> argparse.Namespace:
     except ValueError as exc:
         parser.error(str(exc))
     return ns
+
+
+def _overlap_flag(text: str) -> list:
+    from distlib.train.overlap_measure import MEASURED_OVERLAPS
+
+    words = [w.strip() for w in text.split(",") if w.strip()]
+    if words == ["none"]:
+        return []
+    if words == ["auto"]:
+        from distlib.minicluster import minicluster_support
+
+        return [] if minicluster_support() else list(MEASURED_OVERLAPS)
+    if not words or any(w not in MEASURED_OVERLAPS for w in words):
+        raise ValueError(f"--overlap must be auto, none, or a comma-separated list of {', '.join(MEASURED_OVERLAPS)}; "
+                         f"got {text!r}")  # fmt: skip
+    return words
 
 
 def _torch_version() -> str | None:
@@ -210,17 +290,26 @@ def main(argv=None) -> int:
     layouts = run_layouts(ns.ranks, ns.steps, ns.engine, ns.seed, say)
     print(f"\nLayouts: medians over steps 2-{ns.steps}, bytes per rank per step", file=out)
     print(layout_table(layouts), file=out, flush=True)
-    peers = run_peers(ns.peers_ranks, ns.steps, ns.seed, say) if torch and ns.peers_ranks else []
+    peers = run_peers(ns.peers_ranks, ns.steps, ns.seed, say, ns.peers_models) if torch and ns.peers_ranks else []
     if peers:
-        print(f"\nPeers over gloo: medians over steps 2-{ns.steps}; loss diff relative, the largest", file=out)
+        print(f"\nPeers over gloo: medians over steps 2-{ns.steps}; loss diff relative, the largest; the large "
+              f"model is {PEER_MODELS['large']}", file=out)
         print(peer_table(peers), file=out)
     elif ns.peers_ranks:
         print("\nPeers: skipped, torch is not importable (pip install torch)", file=out)
+    engines = ["gloo", "mpi"] if torch else ["mpi"]
+    overlaps = run_overlaps(ns.overlap, ns.overlap_link, engines, ns.steps, say) if ns.overlap else []
+    if overlaps:
+        print(f"\nOverlap across two nodes at {ns.overlap_link:g} Gbit/s, one rank each: medians over steps "
+              f"2-{ns.steps} of 2 runs a mode; predicted = blocking - the saving chapter 8's (buckets) or 10's "
+              f"(zero3) timeline gives for the measured compute and the link's rate", file=out)
+        print(overlap_table(overlaps), file=out)
     seconds = time.monotonic() - started
     print(f"\n# {seconds:.0f} s", file=out, flush=True)
     if ns.json:
         print(json.dumps({"machine": machine, "engine": ns.engine, "torch": torch, "steps": ns.steps,
-                          "seed": ns.seed, "layouts": layouts, "peers": peers, "seconds": seconds}))  # fmt: skip
+                          "seed": ns.seed, "layouts": layouts, "peers": peers, "overlaps": overlaps,
+                          "seconds": seconds}))  # fmt: skip
     return 0
 
 

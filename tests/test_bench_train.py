@@ -26,7 +26,7 @@ def _run(*args, timeout=180) -> subprocess.CompletedProcess:
 @pytest.mark.slow
 @needs_mpi
 def test_the_smallest_run_reports_every_layout_with_the_predicted_bytes():
-    done = _run("--ranks", "2", "--steps", "2", "--peers-ranks", "none", "--json")
+    done = _run("--ranks", "2", "--steps", "2", "--peers-ranks", "none", "--overlap", "none", "--json")
     assert done.returncode == 0, done.stderr
     (line,) = done.stdout.splitlines()  # the JSON object alone on stdout; the tables went to stderr
     data = json.loads(line)
@@ -42,12 +42,39 @@ def test_the_smallest_run_reports_every_layout_with_the_predicted_bytes():
     assert state["DDP"] > state["ZeRO-1"] > state["ZeRO-2"] > state["ZeRO-3"]  # each stage shards one more part
 
 
+def _cluster_reason():
+    from distlib.minicluster import minicluster_support
+
+    return minicluster_support()
+
+
+@pytest.mark.engines
+@pytest.mark.slow
+@needs_mpi
+@pytest.mark.skipif(_cluster_reason() is not None, reason=f"mini cluster unavailable: {_cluster_reason()}")
+def test_the_overlap_table_puts_each_measured_step_beside_its_prediction():
+    """DDP's buckets across two nodes on both engines: blocking, overlapped and predicted steps, the same losses.
+    (The times are the benchmark's to print, not this test's to judge.)"""
+    done = _run("--ranks", "2", "--steps", "3", "--peers-ranks", "none", "--overlap", "buckets", "--json",
+                timeout=400)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    assert [r["kind"] for r in data["overlaps"]] == ["buckets"] * len(data["overlaps"]) and data["overlaps"]
+    for r in data["overlaps"]:
+        assert r["losses_equal"], r
+        assert 0 < r["predicted_s"] <= r["blocking_s"] and r["overlapped_s"] > 0 and r["comm_s"] > 0
+    assert "Overlap across two nodes" in done.stderr and "predicted" in done.stderr
+
+
 @pytest.mark.parametrize("args, message", [
     (["--ranks", "3"], "--ranks must be a comma-separated list of distinct ranks from {2, 4}; got '3'"),
     (["--peers-ranks", "2,2"], "--peers-ranks must be a comma-separated list of distinct ranks from {2, 4}, or none"),
     (["--steps", "1"], "--steps must be an integer from 2 to 50; got '1'"),
     (["--steps", "x"], "--steps must be an integer from 2 to 50; got 'x'"),
     (["--engine", "nccl"], "--engine must be one of mpi, gloo; got 'nccl'"),
+    (["--overlap", "tp"], "--overlap must be auto, none, or a comma-separated list of buckets, zero3; got 'tp'"),
+    (["--overlap-link", "0"], "--overlap-link must be a rate in Gbit/s from 0.01 to 100"),
+    (["--peers-models", "huge"], "--peers-models must be small, large or small,large; got 'huge'"),
 ])  # fmt: skip
 def test_bad_flags_are_one_line_naming_the_flag_and_its_range(args, message, capsys):
     sys.path.insert(0, str(ROOT / "benchmarks"))

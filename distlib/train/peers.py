@@ -57,6 +57,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import sys
 import time
 import warnings
@@ -141,16 +142,19 @@ class PeerComparison:
 # ----------------------------------------------------------------------------
 
 
-def _book_run(comm, layout, *, steps: int, seed: int) -> tuple:
+def _book_run(comm, layout, *, steps: int, seed: int, config: Config = Config(), overlap: str = "") -> tuple:
     """The book's ``layout`` on ``comm`` (:func:`distlib.train.rank.train_rank`): ``(losses, collectives of each
-    step by kind, every rank's bytes sent, each step's seconds on the slowest rank)``."""
+    step by kind, every rank's bytes sent, each step's seconds on the slowest rank)``; ``overlap`` its
+    ``--overlap`` kinds, comma-separated (the background channel's collectives are not in the counts)."""
     from ..engines.comm import CountingComm
+    from .overlap import Overlap
     from .rank import train_rank
 
     counted = CountingComm(comm)  # train_rank counts into its own counter, which tells this one too
     totals = []
     say = lambda _line: totals.append(dict(counted.collectives))  # noqa: E731
-    report = train_rank(counted, layout, steps=steps, seed=seed, say=say)
+    hides = Overlap(tuple(k for k in overlap.split(",") if k), bucket_mb=1e-3)
+    report = train_rank(counted, layout, steps=steps, seed=seed, say=say, config=config, overlap=hides)
     per_step, before = [], {}
     for now in totals:  # after each step: the running totals, so each step's own counts are the differences
         per_step.append({k: v - before.get(k, 0) for k, v in now.items() if v - before.get(k, 0)})
@@ -212,7 +216,7 @@ def _peer_run(comm, model, *, steps: int, seed: int, dp: int, count: bool = True
     config, losses, counts, forwards, seconds = model.config, [], [], [], []
     for step in range(steps):
         start = time.perf_counter()  # the region train_rank times: batch, step, the loss's all-reduce
-        batch = global_batch(seed, step, seq=config.seq, vocab=config.vocab)
+        batch = global_batch(seed, step, batch=config.batch, seq=config.seq, vocab=config.vocab)
         tokens, targets = local_batch(*batch, comm.rank % dp, dp)
         loss, counted, forward = _counted_step(model, optimizer, tokens, targets, count)
         if dp > 1:  # the global batch's loss, the mean of the ranks' means, as the book's trainer reports it
@@ -226,11 +230,10 @@ def _peer_run(comm, model, *, steps: int, seed: int, dp: int, count: bool = True
     return losses, counts, forwards, _slowest(comm, seconds)
 
 
-def _twin(seed: int):
+def _twin(seed: int, config: Config = Config()):
     from .model import init_units
     from .torch_model import TinyTransformer, load_units
 
-    config = Config()
     return load_units(TinyTransformer(config), init_units(config, seed))
 
 
@@ -242,7 +245,11 @@ def _rank_flags(argv) -> argparse.Namespace:
     parser.add_argument("--count", type=int, default=1)
     parser.add_argument("--schedule", default="1f1b")
     parser.add_argument("--microbatches", type=int, default=1)
-    return parser.parse_args(sys.argv[1:] if argv is None else argv)
+    parser.add_argument("--config", default="{}", help="the model's sizes that differ from the book's, as JSON")
+    parser.add_argument("--overlap", default="", help="the book's side's --overlap kinds, comma-separated")
+    ns = parser.parse_args(sys.argv[1:] if argv is None else argv)
+    ns.config = Config(**json.loads(ns.config))
+    return ns
 
 
 def fsdp_main(argv=None) -> None:
@@ -254,8 +261,9 @@ def fsdp_main(argv=None) -> None:
 
     ns, comm = _rank_flags(argv), numpy_world()
     book_losses, book_counts, book_bytes, book_seconds = _book_run(comm, Layout(dp=comm.size, zero=3),
-                                                                   steps=ns.steps, seed=ns.seed)
-    model = _twin(ns.seed)
+                                                                   steps=ns.steps, seed=ns.seed, config=ns.config,
+                                                                   overlap=ns.overlap)  # fmt: skip
+    model = _twin(ns.seed, ns.config)
     for block in model.blocks:
         fully_shard(block)
     fully_shard(model)  # the root: the embeddings, the final norm and the output projection, one group
@@ -276,8 +284,9 @@ def tp_main(argv=None) -> None:
     ns, comm = _rank_flags(argv), numpy_world()
     sp = bool(ns.sp)
     book_losses, book_counts, book_bytes, book_seconds = _book_run(
-        comm, Layout(tp=comm.size, sequence_parallel=sp), steps=ns.steps, seed=ns.seed)
-    model, mesh = _twin(ns.seed), init_device_mesh("cpu", (comm.size,))
+        comm, Layout(tp=comm.size, sequence_parallel=sp), steps=ns.steps, seed=ns.seed, config=ns.config,
+        overlap=ns.overlap)
+    model, mesh = _twin(ns.seed, ns.config), init_device_mesh("cpu", (comm.size,))
     if sp:
         _sequence_parallel(model, mesh)
     else:
@@ -423,7 +432,7 @@ def pipelining_main(argv=None) -> None:
 
 
 def _launch(main: str, ranks: int, steps: int, seed: int, timeout: float, sp: bool = False,
-            count: bool = True, extra=()) -> PeerComparison:  # fmt: skip
+            count: bool = True, extra=(), config: Config | None = None, overlap: str = "") -> PeerComparison:  # fmt: skip
     from ..engines.launch import run_torch
     from ..engines.report import read
     from ..engines.torch_dist import import_torch
@@ -433,6 +442,10 @@ def _launch(main: str, ranks: int, steps: int, seed: int, timeout: float, sp: bo
         raise ValueError(f"count must be True or False, got {count!r}")
     args = ["--steps", str(steps), "--seed", str(seed), "--sp", str(int(sp)), "--count", str(int(count)),
             *map(str, extra)]  # fmt: skip
+    if config is not None and config != Config():
+        args += ["--config", json.dumps(dataclasses.asdict(config))]
+    if overlap:
+        args += ["--overlap", overlap]
     result = run_torch(f"distlib.train.peers:{main}", ranks, args=args, timeout=timeout)
     return dataclasses.replace(read(result, PeerComparison), run_id=result.run_id)
 
@@ -453,7 +466,7 @@ def _ranks_of(ranks, choices, what: str) -> int:
 
 
 def fsdp_beside_zero3(ranks: int = 2, steps: int = 3, seed: int = 0, *, timeout: float = 120.0,
-                      count: bool = True) -> PeerComparison:  # fmt: skip
+                      count: bool = True, config: Config | None = None, overlap: bool = False) -> PeerComparison:  # fmt: skip
     """The book's ZeRO-3 and FSDP2's ``fully_shard`` on the same ``ranks`` gloo ranks, side by side.
 
     Parameters
@@ -468,6 +481,12 @@ def fsdp_beside_zero3(ranks: int = 2, steps: int = 3, seed: int = 0, *, timeout:
         Count PyTorch's collectives (CommDebugMode). ``False``: ``peer_counts`` and
         ``peer_forward_counts`` stay empty, and ``peer_step_seconds`` time PyTorch's step without
         CommDebugMode's per-operator dispatch (what a benchmark wants; the book's counter costs nothing).
+    config : Config, optional
+        The model's sizes (the book's small model by default): a larger one makes communication a visible
+        part of the step (``benchmarks/bench_train.py --peers-config large``).
+    overlap : bool
+        The book's ZeRO-3 prefetches its all-gathers and reduce-scatters under compute (``--overlap
+        prefetch,buckets``), as FSDP2 does by default; its counts then hold only the blocking collectives.
 
     Returns
     -------
@@ -490,13 +509,16 @@ def fsdp_beside_zero3(ranks: int = 2, steps: int = 3, seed: int = 0, *, timeout:
     ...
     ValueError: ranks must divide the global batch of 12 sequences: one of 2, 3, 4, 6, 12; got 5
     """
-    choices = [d for d in range(2, GLOBAL_BATCH + 1) if GLOBAL_BATCH % d == 0]
-    ranks = _ranks_of(ranks, choices, f"divide the global batch of {GLOBAL_BATCH} sequences")
-    return _launch("fsdp_main", ranks, *_check_run(steps, seed, timeout), count=count)
+    batch = (config or Config()).batch
+    choices = [d for d in range(2, batch + 1) if batch % d == 0]
+    ranks = _ranks_of(ranks, choices, f"divide the global batch of {batch} sequences")
+    return _launch("fsdp_main", ranks, *_check_run(steps, seed, timeout), count=count, config=config,
+                   overlap="prefetch,buckets" if overlap else "")
 
 
 def tp_beside_megatron(ranks: int = 2, steps: int = 3, seed: int = 0, *, timeout: float = 120.0,
-                       sequence_parallel: bool = False, count: bool = True) -> PeerComparison:  # fmt: skip
+                       sequence_parallel: bool = False, count: bool = True, config: Config | None = None,
+                       overlap: bool = False) -> PeerComparison:  # fmt: skip
     """The book's tensor parallelism and DTensor's ``parallelize_module`` on the same ``ranks`` gloo ranks.
 
     Parameters
@@ -513,6 +535,10 @@ def tp_beside_megatron(ranks: int = 2, steps: int = 3, seed: int = 0, *, timeout
         CommDebugMode's per-operator dispatch (what a benchmark wants; the book's counter costs nothing).
     sequence_parallel : bool
         The book's ``--sp`` beside DTensor's ``SequenceParallel`` (module docstring).
+    config : Config, optional
+        The model's sizes (the book's small model by default).
+    overlap : bool
+        The book's backward sums run under its weight gradients (``--overlap tp``).
 
     Returns
     -------
@@ -537,14 +563,15 @@ def tp_beside_megatron(ranks: int = 2, steps: int = 3, seed: int = 0, *, timeout
     ...
     ValueError: ranks must divide the 4 heads and the MLP's 128 columns: one of 2, 4; got 3
     """
-    config = Config()
+    config = config or Config()
     choices = [t for t in range(2, config.heads + 1) if config.heads % t == 0 and config.ffn % t == 0]
     ranks = _ranks_of(ranks, choices, f"divide the {config.heads} heads and the MLP's {config.ffn} columns")
     if not isinstance(sequence_parallel, bool):
         raise ValueError(f"sequence_parallel must be True or False, got {sequence_parallel!r}")
     if sequence_parallel and config.seq % ranks:
         raise ValueError(f"ranks must divide the sequence of {config.seq} tokens with sequence_parallel, got {ranks}")
-    return _launch("tp_main", ranks, *_check_run(steps, seed, timeout), sp=sequence_parallel, count=count)
+    return _launch("tp_main", ranks, *_check_run(steps, seed, timeout), sp=sequence_parallel, count=count,
+                   config=config, overlap="tp" if overlap else "")
 
 
 def pipelining_beside_book(stages: int = 2, schedule: str = "1f1b", microbatches: int = 4, steps: int = 3,

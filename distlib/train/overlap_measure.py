@@ -1,0 +1,150 @@
+"""The trainer's overlap measured across two mini-cluster nodes, beside what chapters 8 and 10's timelines predict.
+
+:func:`measure_overlap` runs the one rank program (:mod:`distlib.train.rank`) on a fresh two-node mini cluster
+whose link is throttled, one rank a node, alternately blocking (``--overlap none``) and overlapped, and puts
+beside the measured steps the step the book's timelines predict for the same sizes, link and measured compute:
+
+``"buckets"`` (DDP, ``--dp 2``, every unit a bucket of its own)
+    :func:`distlib.overlap_timeline` (chapter 8): each unit's backward time (measured, the blocking runs'),
+    each unit's all-reduce at the link's rate, one at a time on one channel; with ``overlap=False`` the same
+    all-reduces after the backward pass.
+``"zero3"`` (ZeRO-3, ``--dp 2 --zero 3``, ``--overlap prefetch,buckets``: FSDP's default)
+    :func:`distlib.overlap.zero.zero3_timeline` (chapter 10): the units' mean forward and backward times,
+    a mean unit's all-gather and reduce-scatter at the link's rate, prefetch 1 against 0.
+
+The prediction is the measured blocking step minus the seconds the timeline says overlap saves (the same
+way :mod:`distlib.train.ring_overlap` predicts ring attention's), so what the timelines leave out of both
+modes (Python's own time, the optimizer) cancels. ``benchmarks/bench_train.py --overlap`` prints them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .._check import check_choice, check_int, check_real
+
+__all__ = ["OVERLAP_BENCH_CONFIG", "MEASURED_OVERLAPS", "OverlapRun", "measure_overlap"]
+
+OVERLAP_BENCH_CONFIG = dict(hidden=128, layers=4, heads=4, seq=64, batch=8, vocab=64)
+"""A model whose blocks' backward passes and gradients' transfers over a 1 Gbit/s link are of the same order:
+1.6 MB of float64 gradient a block, tens of milliseconds of NumPy a backward pass."""
+MEASURED_OVERLAPS = ("buckets", "zero3")
+_SETUPS = {  # kind -> (layout keywords, --overlap, bucket MiB)
+    "buckets": (dict(dp=2), ("buckets",), 1e-3),
+    "zero3": (dict(dp=2, zero=3), ("prefetch", "buckets"), 25.0),
+}
+
+
+@dataclass(frozen=True)
+class OverlapRun:
+    """One overlap's step across two nodes, blocking and overlapped, beside the timeline's prediction.
+
+    Steps are the medians over every run's steps after the first (the slowest rank's time of each step).
+    """
+
+    kind: str
+    link_gbit: float
+    engine: str
+    blocking_seconds: float
+    overlapped_seconds: float
+    predicted_overlapped_seconds: float
+    predicted_saving_seconds: float
+    compute_seconds: float
+    """Per step, the units' forward and backward compute (the blocking runs' means, one rank)."""
+    comm_seconds: float
+    """Per step, the collectives the overlap moves, at the link's rate (the timeline's)."""
+    wait_seconds: float
+    """Per step, what the overlapped runs still waited for their background collectives (the median)."""
+    losses_equal: bool
+
+    @property
+    def measured_saving(self) -> float:
+        return self.blocking_seconds - self.overlapped_seconds
+
+    @property
+    def prediction_error(self) -> float:
+        """``|measured - predicted| / measured`` of the overlapped step."""
+        return abs(self.overlapped_seconds - self.predicted_overlapped_seconds) / self.overlapped_seconds
+
+
+def _run(layout, config, cluster, *, steps, engine, overlap, timeout):
+    from ..engines.launch import run_mpi, run_torch
+    from ..engines.report import read_all
+    from .rank import run_argv
+    from .results import RankReport, TrainResult
+
+    args = run_argv(layout, steps=steps, seed=0, engine=engine, config=config, overlap=overlap)
+    if engine == "gloo":
+        result = run_torch("distlib.train.rank:main", layout.ranks, args=args, timeout=timeout, cluster=cluster)
+    else:
+        result = run_mpi("distlib.train.rank", layout.ranks, args=args, timeout=timeout, cluster=cluster)
+    return TrainResult.from_ranks(read_all(result, RankReport), layout=layout, seed=0, run_id=result.run_id)
+
+
+def _predicted_saving(kind, config, units, link_gbit) -> tuple:
+    """``(saving, comm seconds per step)`` of the timeline for ``kind``, from the units' measured seconds."""
+    from ..collectives import collective_time
+    from ..overlap.schedule import overlap_timeline
+    from ..overlap.zero import zero3_timeline
+    from ..units import gbit_to_bytes_per_s
+    from .model import unit_specs
+
+    bandwidth = gbit_to_bytes_per_s(link_gbit)
+    nbytes = np.array([spec.size * 8 for spec in unit_specs(config)], dtype=float)
+    forward, backward = np.asarray(units[0]), np.asarray(units[1])
+    if kind == "buckets":  # every unit its own bucket, reduced last unit first
+        comm = collective_time("allreduce", nbytes[::-1], 2, alpha=0.0, bandwidth=bandwidth)
+        args = dict(forward_time=float(forward.sum()))
+        on = overlap_timeline(backward[::-1], comm, overlap=True, **args).iteration_time
+        off = overlap_timeline(backward[::-1], comm, overlap=False, **args).iteration_time
+        return off - on, float(np.sum(comm))
+    n = len(nbytes)
+    g = float(collective_time("allgather", nbytes.mean(), 2, alpha=0.0, bandwidth=bandwidth))
+    r = float(collective_time("reduce_scatter", nbytes.mean(), 2, alpha=0.0, bandwidth=bandwidth))
+    f, b = float(forward.mean()), float(backward.mean())
+    off = zero3_timeline(n, f, b, g, r, prefetch=0).step_time
+    on = zero3_timeline(n, f, b, g, r, prefetch=1).step_time
+    return off - on, n * (2 * g + r)
+
+
+def measure_overlap(kind: str = "buckets", *, link_gbit: float = 1.0, steps: int = 5, repeats: int = 2,
+                    engine: str = "gloo", config=None, timeout: float = 300.0) -> OverlapRun:  # fmt: skip
+    """Run ``kind`` (:data:`MEASURED_OVERLAPS`) across a fresh two-node mini cluster (as root), blocking and
+    overlapped, ``repeats`` runs each, alternating; the link throttled to ``link_gbit`` Gbit/s per direction.
+
+    Raises
+    ------
+    distlib.minicluster.MiniClusterUnavailable
+        Not root, or no network namespaces here (the message says why).
+    """
+    from ..layout import Layout
+    from ..minicluster import mini_cluster
+    from .model import Config
+    from .overlap import Overlap
+
+    kind = check_choice("kind", kind, MEASURED_OVERLAPS)
+    steps, repeats = check_int("steps", steps, minimum=2), check_int("repeats", repeats, minimum=1)
+    link_gbit = check_real("link_gbit", link_gbit, minimum=0.01, maximum=100)
+    engine = check_choice("engine", engine, ("gloo", "mpi"))
+    config = Config(**OVERLAP_BENCH_CONFIG) if config is None else config
+    degrees, kinds, bucket_mb = _SETUPS[kind]
+    layout = Layout(**degrees)
+    modes = {"blocking": Overlap(), "overlapped": Overlap(kinds, bucket_mb=bucket_mb)}
+    runs = {mode: [] for mode in modes}
+    with mini_cluster(2, link_gbit=link_gbit) as cluster:
+        for _ in range(repeats):
+            for mode, overlap in modes.items():
+                runs[mode].append(_run(layout, config, cluster, steps=steps, engine=engine, overlap=overlap,
+                                       timeout=timeout))  # fmt: skip
+    step = {mode: float(np.median([s for r in rs for s in r.step_seconds[1:]])) for mode, rs in runs.items()}
+    units = np.mean([rank.unit_seconds for r in runs["blocking"] for rank in r.ranks], axis=0)
+    saving, comm = _predicted_saving(kind, config, units, link_gbit)
+    waits = [w for r in runs["overlapped"] for w in r.overlap_wait_seconds[1:]]
+    first = runs["blocking"][0].losses
+    same = all(max(abs(a - b) for a, b in zip(r.losses, first)) < 1e-9 for rs in runs.values() for r in rs)
+    return OverlapRun(kind=kind, link_gbit=link_gbit, engine=engine, blocking_seconds=step["blocking"],
+                      overlapped_seconds=step["overlapped"], predicted_overlapped_seconds=step["blocking"] - saving,
+                      predicted_saving_seconds=saving, compute_seconds=float(units.sum()), comm_seconds=comm,
+                      wait_seconds=float(np.median(waits)), losses_equal=same)  # fmt: skip
