@@ -11,6 +11,12 @@ beside the measured steps the step the book's timelines predict for the same siz
 ``"zero3"`` (ZeRO-3, ``--dp 2 --zero 3``, ``--overlap prefetch,buckets``: FSDP's default)
     :func:`distlib.overlap.zero.zero3_timeline` (chapter 10): the units' mean forward and backward times,
     a mean unit's all-gather and reduce-scatter at the link's rate, prefetch 1 against 0.
+``"tp"`` (tensor parallelism, ``--tp 2``, ``--overlap tp``)
+    Chapter 11's rule, Korthikanti et al. (2022) section 6.2: each block's two backward all-reduces
+    (``tokens x hidden`` float64 values each, at the link's rate) hide under the weight gradient computed
+    beside them (``w1``'s; ``wq``, ``wk`` and ``wv``'s), so each saves ``min(all-reduce, weight gradient)``.
+    A weight gradient's time is its share of the block's backward FLOPs times the block's measured
+    backward compute (the measured backward less its two blocking all-reduces).
 
 The prediction is the measured blocking step minus the seconds the timeline says overlap saves (the same
 way :mod:`distlib.train.ring_overlap` predicts ring attention's), so what the timelines leave out of both
@@ -25,15 +31,17 @@ import numpy as np
 
 from .._check import check_choice, check_int, check_real
 
-__all__ = ["OVERLAP_BENCH_CONFIG", "MEASURED_OVERLAPS", "OverlapRun", "measure_overlap"]
+__all__ = ["OVERLAP_BENCH_CONFIG", "MEASURED_OVERLAPS", "WORD_NAMES", "OverlapRun", "measure_overlap",
+           "tp_backward_flops"]
 
 OVERLAP_BENCH_CONFIG = dict(hidden=128, layers=4, heads=4, seq=64, batch=8, vocab=64)
 """A model whose blocks' backward passes and gradients' transfers over a 1 Gbit/s link are of the same order:
 1.6 MB of float64 gradient a block, tens of milliseconds of NumPy a backward pass."""
-MEASURED_OVERLAPS = ("buckets", "zero3")
+MEASURED_OVERLAPS = ("buckets", "zero3", "tp")
 _SETUPS = {  # kind -> (layout keywords, --overlap, bucket MiB)
     "buckets": (dict(dp=2), ("buckets",), 1e-3),
     "zero3": (dict(dp=2, zero=3), ("prefetch", "buckets"), 25.0),
+    "tp": (dict(tp=2), ("tp",), 25.0),
 }
 
 
@@ -68,6 +76,29 @@ class OverlapRun:
         """``|measured - predicted| / measured`` of the overlapped step."""
         return abs(self.overlapped_seconds - self.predicted_overlapped_seconds) / self.overlapped_seconds
 
+    def words(self) -> dict:
+        """The run's numbers as a chapter shows them: ``{name: text}`` (:data:`WORD_NAMES`)."""
+        from ..fmt import fmt_seconds
+
+        return {"blocking": fmt_seconds(self.blocking_seconds), "overlapped": fmt_seconds(self.overlapped_seconds),
+                "predicted": fmt_seconds(self.predicted_overlapped_seconds),
+                "saved": fmt_seconds(self.measured_saving), "saved_pred": fmt_seconds(self.predicted_saving_seconds),
+                "error": f"{self.prediction_error:.0%}", "compute": fmt_seconds(self.compute_seconds),
+                "comm": fmt_seconds(self.comm_seconds), "wait": fmt_seconds(self.wait_seconds),
+                "same": "the same" if self.losses_equal else "different"}  # fmt: skip
+
+    def lines(self) -> str:
+        """Two lines for a notebook cell's output."""
+        w = self.words()
+        return (f"{self.kind} on {self.engine}, two nodes at {self.link_gbit:g} Gbit/s: step blocking {w['blocking']}, "
+                f"overlapped {w['overlapped']}, predicted {w['predicted']} (off by {w['error']})\n"
+                f"saved {w['saved']}, predicted {w['saved_pred']}; compute {w['compute']} and its communication "
+                f"{w['comm']} a step; still waited {w['wait']}; losses {w['same']} as blocking")
+
+
+WORD_NAMES = ("blocking", "overlapped", "predicted", "saved", "saved_pred", "error", "compute", "comm", "wait", "same")
+"""The names :meth:`OverlapRun.words` gives, which a chapter glues (as ``"(not measured here)"`` where it cannot)."""
+
 
 def _run(layout, config, cluster, *, steps, engine, overlap, timeout):
     from ..engines.launch import run_mpi, run_torch
@@ -100,6 +131,8 @@ def _predicted_saving(kind, config, units, link_gbit) -> tuple:
         on = overlap_timeline(backward[::-1], comm, overlap=True, **args).iteration_time
         off = overlap_timeline(backward[::-1], comm, overlap=False, **args).iteration_time
         return off - on, float(np.sum(comm))
+    if kind == "tp":
+        return _tp_saving(config, backward, bandwidth)
     n = len(nbytes)
     g = float(collective_time("allgather", nbytes.mean(), 2, alpha=0.0, bandwidth=bandwidth))
     r = float(collective_time("reduce_scatter", nbytes.mean(), 2, alpha=0.0, bandwidth=bandwidth))
@@ -107,6 +140,40 @@ def _predicted_saving(kind, config, units, link_gbit) -> tuple:
     off = zero3_timeline(n, f, b, g, r, prefetch=0).step_time
     on = zero3_timeline(n, f, b, g, r, prefetch=1).step_time
     return off - on, n * (2 * g + r)
+
+
+def tp_backward_flops(config, tp: int = 2) -> dict:
+    """One block's backward matmul FLOPs on one of ``tp`` ranks, by part: ``"w1"`` and ``"qkv"`` (the weight
+    gradients that hide the two all-reduces) and ``"total"`` (every backward matmul, attention's included).
+
+    Each weight ``W`` (``m x n``) of the forward costs ``2 T m n``; its backward twice that (the input's
+    gradient and the weight's); the attention products ``4 b s^2 a`` forward, twice that backward.
+
+    >>> from distlib.train.model import Config
+    >>> f = tp_backward_flops(Config(hidden=4, heads=2, seq=2, batch=1, layers=1, vocab=8), tp=1)
+    >>> f["w1"], f["qkv"], f["total"]   # T = 2, h = 4, ffn = 16: 2 (192 + 64 + 256 + 256) + 2 * 4 * 1 * 2**2 * 4
+    (256, 192, 1664)
+    """
+    tokens, h, f, a = config.batch * config.seq, config.hidden, config.ffn // tp, config.hidden // tp
+    w1 = 2 * tokens * h * f
+    qkv = 3 * 2 * tokens * h * a
+    forward = qkv + 2 * tokens * a * h + w1 + 2 * tokens * f * h
+    attention = 4 * config.batch * config.seq**2 * a
+    return {"w1": w1, "qkv": qkv, "total": 2 * forward + 2 * attention}
+
+
+def _tp_saving(config, backward, bandwidth) -> tuple:
+    from ..collectives import collective_time
+
+    ar = float(collective_time("allreduce", config.batch * config.seq * config.hidden * 8, 2, alpha=0.0,
+                               bandwidth=bandwidth))  # fmt: skip
+    flops = tp_backward_flops(config, 2)
+    saving = 0.0
+    for block in backward[1:-1]:  # the blocks (not the embeddings or the head)
+        compute = max(block - 2 * ar, 0.0)  # the measured backward holds its two blocking all-reduces
+        for part in ("w1", "qkv"):
+            saving += min(ar, compute * flops[part] / flops["total"])
+    return saving, (len(backward) - 2) * 2 * ar
 
 
 def measure_overlap(kind: str = "buckets", *, link_gbit: float = 1.0, steps: int = 5, repeats: int = 2,
