@@ -255,6 +255,27 @@ def test_auto_uses_the_communicators_fit(tmp_path, monkeypatch):
 
 
 @FAST
+@given(p=st.integers(1, 7), n=st.integers(1, 60), seg=st.integers(1, 9), seed=st.integers(0, 2**16))
+def test_the_ring_in_pieces_gives_the_same_bits(p, n, seg, seed):
+    # Floats whose sum depends on the order of the additions: the segmented reduce-scatter (MPIComm's
+    # large-buffer path) must add the same numbers in the same order as whole chunks do.
+    scale = (10.0 ** (np.arange(n) % 7 - 3)).astype(np.float32)  # magnitudes 1e-3 .. 1e3: rounding shows
+    X = np.random.default_rng(seed).standard_normal((p, n)).astype(np.float32) * scale
+
+    def work(comm, segment):
+        comm.ring_segment_bytes = segment
+        x = X[comm.rank].copy()
+        out = allreduce(comm, x, algorithm="ring")
+        rs = reduce_scatter(comm, X[comm.rank].copy(), algorithm="ring")
+        return out, rs
+
+    whole = run_threads(work, p, None, timeout=10)
+    pieces = run_threads(work, p, seg * 4, timeout=10)
+    for (w, wrs), (g, grs) in zip(whole, pieces):
+        assert g.tobytes() == w.tobytes() and grs.tobytes() == wrs.tobytes()
+
+
+@FAST
 @given(p=st.integers(1, 12), n=st.integers(1, 50), seed=st.integers(0, 2**16))
 def test_recursive_doubling_gives_every_rank_the_same_bits(p, n, seed):
     # Floats, where the order of additions matters: partners always add the

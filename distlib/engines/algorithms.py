@@ -346,13 +346,40 @@ def _ring_reduce_scatter(comm, x, bounds, op) -> None:
     """
     p, r = comm.size, comm.rank
     right, left = (r + 1) % p, (r - 1) % p
-    tmp = comm.scratch(max(bounds[i + 1] - bounds[i] for i in range(p)), like=x)
+    longest = max(bounds[i + 1] - bounds[i] for i in range(p))
+    seg = _segment(comm, x, longest)
+    tmp = comm.scratch(seg, like=x)
     for s in range(p - 1):
         cs, cr = (r - s - 1) % p, (r - s - 2) % p
-        incoming = tmp[: bounds[cr + 1] - bounds[cr]]
-        comm.sendrecv(x[bounds[cs] : bounds[cs + 1]], right, incoming, left)
-        if len(incoming):
-            comm.combine(x[bounds[cr] : bounds[cr + 1]], incoming, op)
+        if seg >= longest:  # the whole chunk in one message
+            incoming = tmp[: bounds[cr + 1] - bounds[cr]]
+            comm.sendrecv(x[bounds[cs] : bounds[cs + 1]], right, incoming, left)
+            if len(incoming):
+                comm.combine(x[bounds[cr] : bounds[cr + 1]], incoming, op)
+            continue
+        # In pieces of ``seg`` elements: each piece is added while it is still
+        # in the cache, and the scratch is one piece long. Both ends of a
+        # message cut the same chunk the same way, and every element gets the
+        # same addition in the same order, so the result is bit for bit the
+        # unsegmented ring's. Every rank makes the same number of exchanges
+        # (a piece past the end of a shorter chunk is an empty message), so
+        # an engine that sends empty messages (MPI) matches them all.
+        for k in range(0, longest, seg):
+            s0, s1 = min(bounds[cs] + k, bounds[cs + 1]), min(bounds[cs] + k + seg, bounds[cs + 1])
+            r0, r1 = min(bounds[cr] + k, bounds[cr + 1]), min(bounds[cr] + k + seg, bounds[cr + 1])
+            incoming = tmp[: r1 - r0]
+            comm.sendrecv(x[s0:s1], right, incoming, left)
+            if r1 > r0:
+                comm.combine(x[r0:r1], incoming, op)
+
+
+def _segment(comm, x, longest: int) -> int:
+    """Elements per piece of the ring's reduce-scatter: ``comm.ring_segment_bytes`` worth, or ``longest`` (whole
+    chunks) when that is unset or the chunks are no longer."""
+    seg_bytes = getattr(comm, "ring_segment_bytes", None)
+    if not seg_bytes:
+        return longest
+    return max(1, min(longest, seg_bytes // comm.itemsize(x)))
 
 
 def _ring_allgather(comm, x, bounds) -> None:

@@ -81,6 +81,11 @@ class Comm:
     rank: int = 0
     size: int = 1
     engine: str = "abstract"
+    ring_segment_bytes: int | None = None
+    """The ring's reduce-scatter moves and adds each chunk in pieces of at most this many bytes
+    (``None``: whole chunks, one message per step). Pieces that fit in a core's cache are added
+    while still there, and the scratch space is one piece; the result is the same bit for bit.
+    :class:`~distlib.engines.mpi.MPIComm` sets it; set it on an instance to try others."""
 
     # -- point to point ---------------------------------------------------
     def send(self, buf, dest: int, *, tag: int = 0) -> None:
@@ -278,6 +283,10 @@ class SubComm(Comm):
     def note_collective(self, name):
         self.parent.note_collective(name)
 
+    @property
+    def ring_segment_bytes(self):
+        return self.parent.ring_segment_bytes
+
     # Buffers are the parent's kind (and its scratch space: one collective at a time).
     def empty(self, n, like):
         return self.parent.empty(n, like)
@@ -343,6 +352,10 @@ class CountingComm(Comm):
     def note_collective(self, name):
         self.collectives[name] = self.collectives.get(name, 0) + 1
         self.inner.note_collective(name)  # a counter around a counter: both count
+
+    @property
+    def ring_segment_bytes(self):
+        return self.inner.ring_segment_bytes
 
     def _count(self, buf) -> None:
         if _nonempty(buf):

@@ -51,6 +51,13 @@ class MPIComm(Comm):
     """A :class:`Comm` over an mpi4py communicator (default ``COMM_WORLD``)."""
 
     engine = "mpi"
+    ring_segment_bytes = 2 * 2**20
+    """The ring's reduce-scatter receives and adds 2 MiB pieces (one core's L2 cache on the book's 2-core
+    machine), so the incoming piece is added from the cache instead of making a round trip through memory.
+    On 2 ranks there, whole chunks and pieces timed side by side (3 runs, 15 samples a size): pieces ran
+    1.2-1.3x as fast at 8-16 MiB and 1.15-1.45x at 32-256 MiB; up to 4 MiB (2 MiB chunks) nothing changes.
+    Pieces of 0.5-1 MiB gained less and 4 MiB no more; adding the all-gather's pieces in between (each
+    piece reduced and sent on at once) gained in one run and halved the rate in the next."""
 
     def __init__(self, mpi_comm=None):
         self.MPI = import_mpi()
