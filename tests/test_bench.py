@@ -94,7 +94,7 @@ def test_bench_mpi_json_is_correct_and_complete(tmp_path, monkeypatch):
     assert result["algorithms"] == ["builtin", "ring", "tree", "halving_doubling", "recursive_doubling", "auto"]
     assert [row["n_bytes"] for row in result["rows"]] == [8, 256, 8192, 262144]
     assert result["memcpy_bandwidth"] > 1e8
-    assert set(result["calibration"]["alpha"]) == {"ring", "tree", "halving_doubling", "recursive_doubling"}
+    assert set(result["calibration"]["alpha"]) == {"ring", "tree", "halving_doubling", "recursive_doubling", "builtin"}
     for row in result["rows"]:
         for name, r in row["results"].items():
             assert r["wrong"] == 0, (row["n_bytes"], name)
@@ -104,7 +104,7 @@ def test_bench_mpi_json_is_correct_and_complete(tmp_path, monkeypatch):
         assert row["results"]["ring"]["ratio"] == pytest.approx(
             row["results"]["ring"]["seconds"] / row["results"]["builtin"]["seconds"]
         )
-        assert row["results"]["auto"]["choice"] in ("ring", "tree", "halving_doubling", "recursive_doubling")
+        assert row["results"]["auto"]["choice"] in ("ring", "tree", "halving_doubling", "recursive_doubling", "builtin")
     assert "# progress: 4/4 sizes" in out.stderr
     assert (tmp_path / "alpha_beta.json").exists()
 

@@ -28,7 +28,7 @@ from distlib.engines import (
     run_threads,
 )
 from distlib.engines.algorithms import _bounds, hierarchical_allreduce, node_groups
-from distlib.engines.tuner import set_calibration
+from distlib.engines.tuner import CANDIDATES, set_calibration
 from distlib.engines.comm import ThreadComm
 
 FAST = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -225,7 +225,7 @@ def test_calibration_round_trips_and_caches(tmp_path, monkeypatch):
     cals = run_threads(lambda c: calibrate(c, n_bytes=sizes, iters=2), 3, timeout=30)
     assert all(c.to_dict() == cals[0].to_dict() for c in cals)  # every rank holds rank 0's fit
     cal = cals[0]
-    assert set(cal.alpha) == set(ALLREDUCE_ALGORITHMS)
+    assert set(cal.alpha) == set(ALLREDUCE_ALGORITHMS) | {"builtin"}  # the engine's own is a candidate too
     assert all(a >= 0 for a in cal.alpha.values()) and all(b > 0 for b in cal.bandwidth.values())
     stored = json.loads((tmp_path / "alpha_beta.json").read_text())
     assert len(stored) == 1 and next(iter(stored.values()))["p"] == 3
@@ -252,6 +252,68 @@ def test_auto_uses_the_communicators_fit(tmp_path, monkeypatch):
     for small, big, out in run_threads(work, 4):
         assert small == "tree" and big in ("ring", "halving_doubling")
         assert np.all(out == 10.0)
+
+
+def test_auto_runs_the_builtin_where_the_fit_says_it_is_fastest(tmp_path, monkeypatch):
+    # A fit in which the engine's own all-reduce has the lowest latency and the ring the best bandwidth:
+    # small buffers go to the built-in, large ones to the ring, and auto really calls the built-in.
+    monkeypatch.setenv("DISTLIB_CACHE_DIR", str(tmp_path))
+    alpha = {"ring": 5e-6, "tree": 4e-6, "halving_doubling": 5e-6, "recursive_doubling": 4e-6, "builtin": 1e-6}
+    bandwidth = {"ring": 1e10, "tree": 1e10, "halving_doubling": 1e10, "recursive_doubling": 1e10, "builtin": 1e9}
+    cal = _cal(3, alpha, bandwidth)
+    assert cal.choose(8) == "builtin" and cal.choose(2**26) == "ring"
+
+    def work(comm):
+        set_calibration(comm, cal)
+        builtin_calls = []
+        real = comm.allreduce
+
+        def counting(buf, *, op="sum"):
+            builtin_calls.append(len(buf))
+            return real(buf, op=op)
+
+        comm.allreduce = counting
+        small = allreduce(comm, np.arange(3.0) + comm.rank, algorithm="auto")
+        big = allreduce(comm, np.arange(2**24, dtype=np.float32) % 97 + comm.rank, algorithm="auto")
+        return choose_algorithm(comm, 24), choose_algorithm(comm, 2**26), builtin_calls, small, big
+
+    out = run_threads(work, 3, timeout=30)
+    for small_choice, big_choice, builtin_calls, small, big in out:
+        assert (small_choice, big_choice) == ("builtin", "ring")  # every rank the same
+        assert builtin_calls == [3]  # the small buffer went through the built-in, the large one did not
+        assert small.tolist() == [3.0, 6.0, 9.0]
+        np.testing.assert_array_equal(big, 3 * (np.arange(2**24, dtype=np.float32) % 97) + 3)
+
+
+def test_auto_keeps_the_builtin_unless_another_is_clearly_faster():
+    # The book's pick must be expected more than BUILTIN_MARGIN faster than the built-in to replace it.
+    from distlib.engines.tuner import BUILTIN_MARGIN
+
+    for slower, want in ((1.0, "builtin"), (0.999 / (1 - BUILTIN_MARGIN), "builtin"),
+                         (1.001 / (1 - BUILTIN_MARGIN), "recursive_doubling")):  # fmt: skip
+        alpha = dict.fromkeys(ALLREDUCE_ALGORITHMS, 1e-3) | {"recursive_doubling": 1e-6, "builtin": 1e-6}
+        cal = _cal(2, alpha, dict.fromkeys(CANDIDATES, 1e18))
+        cal.alpha["builtin"] *= slower * cal.predict("recursive_doubling", 8) / cal.predict("builtin", 8)
+        assert cal.predict("builtin", 8) == pytest.approx(slower * cal.predict("recursive_doubling", 8))
+        assert cal.choose(8) == want, slower
+
+
+def test_auto_follows_the_measurements_where_a_straight_line_cannot():
+    # A built-in that switches algorithms inside: fast up to 1 MiB, four times slower per byte past it.
+    # One alpha-beta line cannot follow that; expected() goes through the measured times themselves.
+    sizes = [8, 1024, 2**17, 2**20, 2**23, 2**25]
+    ring = [10e-6 + n / 4e9 for n in sizes]
+    builtin = [5e-6 + n / 5e9 if n <= 2**20 else 5e-6 + 2**20 / 5e9 + (n - 2**20) / 1.25e9 for n in sizes]
+    seconds = {a: [t * 2 for t in ring] for a in ALLREDUCE_ALGORITHMS} | {"ring": ring, "builtin": builtin}
+    alpha, bandwidth = {}, {}
+    for a, t in seconds.items():
+        alpha[a], bandwidth[a] = dl.fit_alpha_beta(sizes, t, p=2, algorithm="ring" if a == "builtin" else a)
+    cal = Calibration("threads", 2, "here", sizes, seconds, alpha, bandwidth)
+    for n, r, b in zip(sizes, ring, builtin):
+        assert cal.expected("ring", n) == pytest.approx(r) and cal.expected("builtin", n) == pytest.approx(b)
+        assert cal.choose(n) == ("builtin" if b <= r else "ring"), n
+    assert cal.choose(2**28) == "ring" and cal.choose(2**10) == "builtin"
+    assert cal.choose(2**19) == "builtin" and cal.choose(2**24) == "ring"  # between them: the ratios, interpolated
 
 
 @FAST
@@ -317,7 +379,10 @@ def test_a_cached_fit_without_a_current_algorithm_is_measured_again(tmp_path, mo
     old = _cal(2, {"ring": 1e-6, "tree": 1e-6, "halving_doubling": 1e-6}, dict.fromkeys(("ring", "tree", "halving_doubling"), 1e9))
     tuner._save(tuner._key("threads", 2), old)
     assert tuner._load(tuner._key("threads", 2)) is None  # written before recursive doubling existed
-    full = _cal(2, dict.fromkeys(ALLREDUCE_ALGORITHMS, 1e-6), dict.fromkeys(ALLREDUCE_ALGORITHMS, 1e9))
+    no_builtin = _cal(2, dict.fromkeys(ALLREDUCE_ALGORITHMS, 1e-6), dict.fromkeys(ALLREDUCE_ALGORITHMS, 1e9))
+    tuner._save(tuner._key("threads", 2), no_builtin)
+    assert tuner._load(tuner._key("threads", 2)) is None  # written before the built-in was a candidate
+    full = _cal(2, dict.fromkeys(CANDIDATES, 1e-6), dict.fromkeys(CANDIDATES, 1e9))
     tuner._save(tuner._key("threads", 2), full)
     assert tuner._load(tuner._key("threads", 2)).to_dict() == full.to_dict()
 

@@ -115,3 +115,54 @@ def test_ranks_beyond_the_cores_yield_while_they_wait(tmp_path):
     assert within.lines(0)[0] == "YIELD=unset", within.stdout
     kept = run_mpi(str(script), cores + 1, timeout=60, env={"MPIR_CVAR_ENABLE_HEAVY_YIELD": "0"})
     assert kept.lines(0)[0] == "YIELD=0", kept.stdout
+
+
+_AUTO_AND_PIECES = '''
+import json
+import numpy as np
+from distlib.engines import Calibration, allreduce, choose_algorithm, reduce_scatter
+from distlib.engines.mpi import world
+from distlib.engines.tuner import CANDIDATES, set_calibration
+
+comm = world()
+p, r = comm.size, comm.rank
+# auto with a fit in which MPICH's own all-reduce is fastest up to a few MiB (rank 0's numbers, broadcast):
+alpha = dict.fromkeys(CANDIDATES, 5e-6) | {"builtin": 1e-6}
+bandwidth = dict.fromkeys(CANDIDATES, 1e9) | {"ring": 1e10}
+cal = comm.bcast_object(Calibration("mpi", p, "here", [], {}, alpha, bandwidth).to_dict() if r == 0 else None)
+set_calibration(comm, Calibration.from_dict(cal))
+calls = []
+real = comm.allreduce
+comm.allreduce = lambda buf, op="sum": (calls.append(len(buf)), real(buf, op=op))[1]
+small = allreduce(comm, np.arange(5.0) + r, algorithm="auto")
+choices = [choose_algorithm(comm, n) for n in (8, 2**26)]
+# the ring in pieces (MPIComm's large-buffer path, here 3 elements a piece) against whole chunks, bit for bit:
+rng = np.random.default_rng(r)
+outs = {}
+for n in sorted({1, p - 1, p + 1, 7 * p + 2, 1000, 65537}):
+    x = (rng.standard_normal(n) * 10.0 ** rng.integers(-3, 4, n)).astype(np.float32)
+    for segment in (None, 12):
+        comm.ring_segment_bytes = segment
+        got = allreduce(comm, x.copy(), algorithm="ring")
+        rs = reduce_scatter(comm, x.copy(), algorithm="ring")
+        outs.setdefault(n, []).append((got.tobytes(), rs.tobytes()))
+same = all(a == b for a, b in outs.values())
+everyone = comm.allgather_object((choices, calls, small.tolist(), same))
+if r == 0:
+    print(json.dumps(everyone))
+'''
+
+
+@pytest.mark.parametrize("p", [2, 3])
+def test_auto_runs_mpich_builtin_where_fastest_and_pieces_change_no_bit(tmp_path, p):
+    script = tmp_path / "auto_and_pieces.py"
+    script.write_text(_AUTO_AND_PIECES)
+    result = run_mpi(str(script), p, timeout=90)
+    everyone = json.loads(result.lines(0)[-1])
+    total = [p * i + p * (p - 1) / 2 for i in range(5)]
+    for choices, calls, small, same in everyone:
+        assert choices == ["builtin", "ring"]  # every rank the same choice
+        assert calls == [5]  # auto ran MPI_Allreduce for the 5-element buffer
+        assert small == total
+        assert same  # segmented and whole-chunk ring agree bit for bit
+    assert stray_processes(result.run_id) == []

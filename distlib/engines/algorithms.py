@@ -34,8 +34,8 @@ Algorithms
     The engine's own all-reduce (MPICH's ``MPI_Allreduce``, gloo's or
     NCCL's ``all_reduce``), as a reference.
 ``"auto"``
-    Pick one of the four by the time the alpha-beta model,
-    fitted on this machine, predicts for this size (see
+    Pick one of the four, or the engine's built-in, by the time the
+    alpha-beta model, fitted on this machine, predicts for this size (see
     :mod:`distlib.engines.tuner`), the way NCCL's tuner picks ring or tree.
 
 No schedule here relies on buffering: every exchange in which two ranks
@@ -105,11 +105,23 @@ _CHOOSER: list = []
 tuner -> timing -> algorithms, with no import back."""
 
 
-def set_auto_chooser(choose) -> None:
-    """Install ``choose(comm, n_bytes) -> algorithm name`` as what ``algorithm="auto"`` runs."""
+_AUTO_MEMOS: dict = {}
+"""``id(comm) -> {n_bytes: algorithm}``: choices already made, which ``auto`` reads before asking the
+chooser. The tuner owns the dictionaries (it hands them over with :func:`set_auto_chooser`) and drops a
+communicator's when it dies or gets a new fit."""
+
+
+def set_auto_chooser(choose, memos=None) -> None:
+    """Install ``choose(comm, n_bytes) -> algorithm name`` as what ``algorithm="auto"`` runs.
+
+    ``memos``, if given, is the chooser's own ``{id(comm): {n_bytes: algorithm}}`` of choices made,
+    read first (every later call of a size takes its answer from there).
+    """
+    global _AUTO_MEMOS
     if not callable(choose):
         raise TypeError(f"choose must be callable(comm, n_bytes), got {type(choose).__name__}")
     _CHOOSER[:] = [choose]
+    _AUTO_MEMOS = {} if memos is None else memos
 
 
 def _choose_algorithm():
@@ -170,13 +182,21 @@ def allreduce(comm, buf, *, op: str = "sum", algorithm: str = "ring"):
     x = comm.flat(buf)
     n = len(x)
     _note(comm, "allreduce")
-    if algorithm == "builtin":
+    if algorithm == "auto":
+        # The tuner's memo first, without a call: with the built-in among the
+        # candidates, an 8-byte all-reduce takes a few microseconds, and each
+        # tenth of one spent choosing shows. (It never holds an empty buffer
+        # or a one-rank communicator: those ask no one.)
+        known = _AUTO_MEMOS.get(id(comm))
+        n_bytes = x.nbytes if type(x) is np.ndarray else n * comm.itemsize(x)
+        algorithm = known.get(n_bytes) if known is not None else None
+        if algorithm is None:
+            algorithm = _choose_algorithm()(comm, n_bytes) if n and comm.size > 1 else "ring"
+    if algorithm == "builtin":  # asked for, or what the tuner found fastest at this size
         comm.allreduce(x, op=op)
         return buf
     if comm.size == 1 or n == 0:
         return buf
-    if algorithm == "auto":
-        algorithm = _choose_algorithm()(comm, n * comm.itemsize(x))
     if algorithm == "ring":
         bounds = _bounds(n, comm.size)
         _ring_reduce_scatter(comm, x, bounds, op)

@@ -16,6 +16,18 @@ Fitting each algorithm separately lets the fit absorb what the formulas
 leave out (Python's overhead per message, the cost of the additions), so
 the choice rests on measured behaviour rather than on one shared guess.
 
+The engine's own all-reduce (``"builtin"``: MPICH's ``MPI_Allreduce``,
+gloo's or NCCL's ``all_reduce``) is a candidate too, timed and fitted like
+the others (with the ring's formula, the shape a good built-in approaches
+for large buffers). A built-in is one call into compiled code that switches
+algorithms inside by size, which one straight line cannot follow. So the
+pick does not rest on the line alone: each candidate's fitted time is
+scaled by how far its measurement sat from its line at the calibration
+sizes (interpolated in log-log between them, held beyond them,
+:meth:`Calibration.expected`), and one of the book's algorithms replaces
+the built-in only when it is expected to be faster by more than
+:data:`BUILTIN_MARGIN`: a tie is not worth the risk of losing to noise.
+
 The fit is cached in a JSON file (:func:`cache_path`), keyed by engine,
 ``p`` and host name, so later runs skip the measurement. Rank 0 reads and
 writes the cache and broadcasts the fit, so every rank makes the same
@@ -40,10 +52,25 @@ from .._check import check_int, check_real
 from .algorithms import ALLREDUCE_ALGORITHMS, set_auto_chooser
 from .comm import Comm
 
-__all__ = ["Calibration", "calibrate", "choose_algorithm", "set_calibration", "cache_path", "CALIBRATION_BYTES"]
+__all__ = ["Calibration", "calibrate", "choose_algorithm", "set_calibration", "cache_path", "CALIBRATION_BYTES",
+           "CANDIDATES", "BUILTIN_MARGIN"]
 
-CALIBRATION_BYTES = (8, 1024, 16 * 1024, 128 * 1024, 1024**2, 4 * 1024**2)
-"""Buffer sizes (bytes per rank) timed by :func:`calibrate`: tiny to a few MiB."""
+CALIBRATION_BYTES = (8, 1024, 16 * 1024, 128 * 1024, 1024**2, 4 * 1024**2, 16 * 1024**2, 32 * 1024**2)
+"""Buffer sizes (bytes per rank) timed by :func:`calibrate`: tiny to tens of MiB. MPICH's built-in slows
+to a third between 16 and 32 MiB on 2 ranks (glibc maps its scratch afresh on every call from 32 MiB), which
+a fit that stopped at 4 MiB never saw."""
+
+CANDIDATES = ALLREDUCE_ALGORITHMS + ("builtin",)
+"""What ``algorithm="auto"`` chooses among: the book's all-reduce algorithms and the engine's own."""
+
+BUILTIN_MARGIN = 0.1
+"""How much faster (a fraction of the built-in's expected time) one of the book's algorithms must be
+expected to be before ``auto`` runs it instead of the engine's built-in all-reduce. Medians of a few
+samples on a shared machine differ by about this much from run to run; a pick inside that band could as
+well lose to the built-in as beat it."""
+
+_MODEL = {"builtin": "ring"}
+"""The cost formula each candidate is fitted with, where it is not its own name."""
 
 _DTYPE = "float32"
 
@@ -105,6 +132,15 @@ class Calibration:
     >>> cal.alpha["recursive_doubling"], cal.bandwidth["recursive_doubling"] = 2e-6, 1e10
     >>> cal.choose(8), cal.choose(2**28)
     ('recursive_doubling', 'ring')
+
+    With the engine's built-in in the fit (the ring's formula, here 10
+    steps of 0.5 us and half the ring's bandwidth), it runs unless one of
+    the book's algorithms is expected to be more than :data:`BUILTIN_MARGIN`
+    faster:
+
+    >>> cal.alpha["builtin"], cal.bandwidth["builtin"] = 0.5e-6, 0.5e10
+    >>> cal.choose(8), cal.choose(2**28)
+    ('builtin', 'ring')
     """
 
     engine: str
@@ -131,14 +167,47 @@ class Calibration:
             self.p,
             alpha=max(self.alpha[algorithm], 0.0),
             bandwidth=bandwidth,
-            algorithm=algorithm,
+            algorithm=_MODEL.get(algorithm, algorithm),
         )
 
+    def expected(self, algorithm: str, n_bytes) -> float:
+        """:meth:`predict` scaled by the measurement's distance from the fit near ``n_bytes``.
+
+        At each calibration size the ratio measured / predicted is taken;
+        its logarithm is interpolated linearly in ``log n_bytes`` between
+        the sizes and held constant beyond them. At a calibration size this
+        is the measured time itself. A fit without measurements (made by
+        hand) expects what it predicts.
+        """
+        predicted = self.predict(algorithm, n_bytes)
+        measured = self.seconds.get(algorithm) if self.seconds else None
+        if not measured or len(measured) != len(self.n_bytes) or len(self.n_bytes) < 1:
+            return predicted
+        sizes = np.log(np.asarray(self.n_bytes, float))
+        fitted = np.array([self.predict(algorithm, n) for n in self.n_bytes])
+        good = (np.asarray(measured, float) > 0) & (fitted > 0)
+        if not good.any():
+            return predicted
+        log_ratio = np.log(np.asarray(measured, float)[good] / fitted[good])
+        where = math.log(max(float(n_bytes), 1.0))
+        return predicted * math.exp(float(np.interp(where, sizes[good], log_ratio)))
+
     def choose(self, n_bytes) -> str:
-        """The algorithm with the smallest predicted time (ties: the first in :data:`ALLREDUCE_ALGORITHMS`)."""
+        """The candidate ``auto`` runs for ``n_bytes``.
+
+        The book's algorithm with the smallest :meth:`expected` time (ties:
+        the first in :data:`ALLREDUCE_ALGORITHMS`); if the fit includes the
+        engine's ``"builtin"``, that one unless the book's pick is expected
+        to take less than ``1 - BUILTIN_MARGIN`` of its time.
+        """
         n_bytes = check_real("n_bytes", n_bytes, minimum=0)
-        times = {a: self.predict(a, n_bytes) for a in ALLREDUCE_ALGORITHMS if a in self.alpha}
-        return min(times, key=times.get)
+        times = {a: self.expected(a, n_bytes) for a in ALLREDUCE_ALGORITHMS if a in self.alpha}
+        best = min(times, key=times.get) if times else None
+        if "builtin" in self.alpha:
+            builtin = self.expected("builtin", n_bytes)
+            if best is None or not times[best] < (1.0 - BUILTIN_MARGIN) * builtin:
+                return "builtin"
+        return best
 
     def table(self, sizes=None) -> list:
         """Rows ``(n_bytes, {algorithm: predicted seconds}, choice)`` for the given sizes."""
@@ -157,15 +226,15 @@ def _key(engine: str, p: int) -> str:
     return f"{engine}|p={p}|host={socket.gethostname()}"
 
 
-def _load(key: str):
-    """The cached fit under ``key``, or None (also for a fit that lacks one of today's algorithms)."""
+def _load(key: str, candidates=CANDIDATES):
+    """The cached fit under ``key``, or None (also for a fit that lacks one of today's ``candidates``)."""
     path = cache_path()
     try:
         data = json.loads(path.read_text())
         cal = Calibration.from_dict(data[key]) if key in data else None
     except (OSError, ValueError, TypeError, KeyError):
         return None
-    if cal is not None and set(cal.alpha) != set(ALLREDUCE_ALGORITHMS):
+    if cal is not None and set(cal.alpha) != set(candidates):
         return None  # written by an older distlib: measure again rather than never pick the new one
     return cal
 
@@ -189,11 +258,11 @@ def calibrate(
     comm,
     *,
     n_bytes=CALIBRATION_BYTES,
-    iters: int = 5,
+    iters: int = 7,
     cache: bool = True,
     refresh: bool = False,
 ) -> Calibration:
-    """Measure and fit every all-reduce algorithm on ``comm``; all ranks call it.
+    """Measure and fit every all-reduce algorithm on ``comm``, the engine's built-in too; all ranks call it.
 
     Parameters
     ----------
@@ -219,7 +288,8 @@ def calibrate(
     if len(sizes) < 2:
         raise ValueError(f"n_bytes must list at least 2 sizes to fit two parameters, got {len(sizes)}")
     key = _key(comm.engine, comm.size)
-    cal = _load(key) if (cache and not refresh and comm.rank == 0) else None
+    candidates = CANDIDATES if _has_builtin(comm) else ALLREDUCE_ALGORITHMS
+    cal = _load(key, candidates) if (cache and not refresh and comm.rank == 0) else None
     cal_dict = comm.bcast_object(cal.to_dict() if cal is not None else None)
     if cal_dict is not None:
         return Calibration.from_dict(cal_dict)
@@ -231,20 +301,31 @@ def calibrate(
     counts = [max(1, n // itemsize) for n in sizes]
     real_bytes = [c * itemsize for c in counts]
     timings = [
-        compare_allreduce(comm, c, ALLREDUCE_ALGORITHMS, dtype=_DTYPE, iters=iters, warmup=1, check=False, min_sample=1e-3)
+        compare_allreduce(comm, c, candidates, dtype=_DTYPE, iters=iters, warmup=1, check=False, min_sample=1e-3)
         for c in counts
     ]
     seconds, alpha, bandwidth = {}, {}, {}
-    for algorithm in ALLREDUCE_ALGORITHMS:
+    for algorithm in candidates:
         secs = [t[algorithm].seconds for t in timings]
         seconds[algorithm] = secs
-        a, bw = fit_alpha_beta(np.asarray(real_bytes, float), np.asarray(secs), collective="allreduce", p=comm.size, algorithm=algorithm)
+        a, bw = fit_alpha_beta(np.asarray(real_bytes, float), np.asarray(secs), collective="allreduce", p=comm.size,
+                               algorithm=_MODEL.get(algorithm, algorithm))  # fmt: skip
         alpha[algorithm], bandwidth[algorithm] = float(a), float(bw)
     cal = Calibration(comm.engine, comm.size, socket.gethostname(), real_bytes, seconds, alpha, bandwidth)
     cal = Calibration.from_dict(comm.bcast_object(cal.to_dict()))  # rank 0's numbers everywhere
     if cache and comm.rank == 0:
         _save(key, cal)
     return cal
+
+
+def _has_builtin(comm) -> bool:
+    """Whether ``comm`` offers an all-reduce of its own (a :class:`~distlib.engines.comm.SubComm` does not)."""
+    while type(comm).allreduce is not Comm.allreduce:
+        inner = getattr(comm, "inner", None)  # a CountingComm forwards to the communicator it wraps
+        if not isinstance(inner, Comm):
+            return True
+        comm = inner
+    return False
 
 
 class _Choices:
@@ -258,24 +339,46 @@ class _Choices:
 
 
 # Fits per communicator, kept here (the tuner owns them) and dropped with the
-# communicator: a Comm is not a scratchpad for other modules.
-_STATE: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+# communicator: a Comm is not a scratchpad for other modules. Keyed by id(),
+# which a dictionary looks up faster than a WeakKeyDictionary (that makes a
+# weak reference on every lookup); the entry goes when the communicator does,
+# so a later one with the same id() starts afresh. ``_MEMOS`` holds the same
+# choices, read by ``allreduce`` itself before it calls choose_algorithm: with
+# the built-in a candidate for 8-byte buffers, a call's half microsecond of
+# choosing was a tenth of the all-reduce.
+_STATE: dict = {}
+_MEMOS: dict = {}
+
+
+def _forget(key: int) -> None:
+    _STATE.pop(key, None)
+    _MEMOS.pop(key, None)
+
+
+def _remember(comm, choices) -> "_Choices":
+    key = id(comm)
+    if key not in _STATE:
+        weakref.finalize(comm, _forget, key)
+    _STATE[key] = choices
+    _MEMOS[key] = choices.memo
+    return choices
 
 
 def set_calibration(comm, calibration) -> None:
     """Make ``calibration`` the fit ``algorithm="auto"`` chooses by on ``comm`` (forgets earlier choices)."""
     if not isinstance(calibration, Calibration):
         raise TypeError(f"calibration must be a Calibration, got {type(calibration).__name__}")
-    _STATE[comm] = _Choices(calibration)
+    _remember(comm, _Choices(calibration))
 
 
 def choose_algorithm(comm, n_bytes) -> str:
     """The algorithm ``allreduce(..., algorithm="auto")`` runs for ``n_bytes`` on ``comm``.
 
     Calibrates on first use (all ranks must be calling), then remembers the
-    fit for that communicator (see :func:`set_calibration`).
+    fit for that communicator (see :func:`set_calibration`). One of
+    :data:`CANDIDATES`: ``"builtin"`` is the engine's own all-reduce.
     """
-    state = _STATE.get(comm)
+    state = _STATE.get(id(comm))
     if state is not None:
         choice = state.memo.get(n_bytes)
         if choice is not None:
@@ -283,9 +386,9 @@ def choose_algorithm(comm, n_bytes) -> str:
     if comm.size == 1:
         return "ring"
     if state is None:
-        state = _STATE[comm] = _Choices(calibrate(comm))
+        state = _remember(comm, _Choices(calibrate(comm)))
     choice = state.memo[n_bytes] = state.calibration.choose(n_bytes)
     return choice
 
 
-set_auto_chooser(choose_algorithm)
+set_auto_chooser(choose_algorithm, _MEMOS)
