@@ -33,10 +33,12 @@ One run, two tables:
    stays on.
 
 3. **Overlap across two nodes** (``--overlap``, as root where a mini cluster
-   can be made): DDP's buckets and ZeRO-3's prefetch, blocking and
-   overlapped, one rank a node over a throttled link, beside the step
-   chapter 8's and chapter 10's timelines predict
-   (:mod:`distlib.train.overlap_measure`).
+   can be made): DDP's buckets, ZeRO-3's prefetch, tensor parallelism's
+   backward sums and a pipeline's receives posted ahead, each blocking and
+   overlapped, one rank a node over a throttled link, beside the step the
+   chapters' models predict (chapter 8's and 10's timelines, chapter 11's
+   weight-gradient rule, chapter 12's schedule with messages;
+   :mod:`distlib.train.overlap_measure`).
 
 Absolute times depend on the machine and whatever else runs on it; the
 ratios and the byte counts are what the book discusses. The script prints
@@ -214,8 +216,8 @@ def parse(argv=None) -> argparse.Namespace:
                         help="the peers' models: small (the book's), large (communication a visible part of the "
                              "step, the book's side overlapping), or both (default small,large)")
     parser.add_argument("--overlap", default="auto",
-                        help="overlaps measured across two mini-cluster nodes (root): buckets, zero3, both "
-                             "comma-separated, none, or auto (both where a mini cluster can be made; default)")
+                        help="overlaps measured across two mini-cluster nodes (root): buckets, zero3, tp, pp, "
+                             "comma-separated, none, or auto (all four where a mini cluster can be made; default)")
     parser.add_argument("--overlap-link", default="0.3", help="the nodes' link in Gbit/s (default 0.3)")
     parser.add_argument("--json", action="store_true", help="the numbers as one JSON object on stdout")
     ns = parser.parse_args(argv)

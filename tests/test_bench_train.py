@@ -72,7 +72,7 @@ def test_the_overlap_table_puts_each_measured_step_beside_its_prediction():
     (["--steps", "1"], "--steps must be an integer from 2 to 50; got '1'"),
     (["--steps", "x"], "--steps must be an integer from 2 to 50; got 'x'"),
     (["--engine", "nccl"], "--engine must be one of mpi, gloo; got 'nccl'"),
-    (["--overlap", "tp"], "--overlap must be auto, none, or a comma-separated list of buckets, zero3; got 'tp'"),
+    (["--overlap", "ddp"], "--overlap must be auto, none, or a comma-separated list of buckets, zero3, tp, pp; got 'ddp'"),
     (["--overlap-link", "0"], "--overlap-link must be a rate in Gbit/s from 0.01 to 100"),
     (["--peers-models", "huge"], "--peers-models must be small, large or small,large; got 'huge'"),
 ])  # fmt: skip

@@ -309,3 +309,18 @@ def test_the_message_time_for_a_bubble_inverts_the_schedule(case, delta):
     back = dl.pipeline_schedule(kind, p, m, forward_time=1.0, backward_time=2.0, message_time=found)
     assert back.bubble_fraction == pytest.approx(r.bubble_fraction, abs=1e-3)
     assert dl.message_time_for_bubble(kind, p, m, forward_time=1.0, backward_time=2.0, bubble=0.0) == 0.0
+
+
+@pytest.mark.parametrize("kind, chunks", [("gpipe", 1), ("1f1b", 1), ("interleaved", 2)])
+@pytest.mark.parametrize("p, m", [(2, 4), (4, 8)])
+def test_a_receive_posted_later_never_makes_the_step_shorter(kind, chunks, p, m):
+    """posted=0 (at the op) >= posted=1 (an op ahead) >= None (long before); all equal when messages are free."""
+    times = dict(forward_time=1.0, backward_time=2.0, chunks=chunks)
+    for message in (0.0, 0.3, 1.5):
+        steps = [dl.pipeline_schedule(kind, p, m, message_time=message, posted=k, **times).iteration_time
+                 for k in (0, 1, None)]  # fmt: skip
+        assert steps[0] >= steps[1] - 1e-12 and steps[1] >= steps[2] - 1e-12, (message, steps)
+        if message == 0.0:
+            assert steps[0] == steps[2]
+    with pytest.raises(ValueError, match="posted"):
+        dl.pipeline_schedule("1f1b", 2, 4, posted=-1, forward_time=1.0, backward_time=2.0)

@@ -26,7 +26,9 @@ silent default (``--overlap none``, the default, is the blocking trainer):
     reduce-scatter) of an input gradient starts as soon as that gradient is
     computed and ends after the weight gradient's matmul, which needs no
     communication (Korthikanti et al. 2022, section 6.2; Megatron-LM's
-    ``--tp-comm-overlap``).
+    ``LinearWithGradAccumulationAndAsyncCommunication`` in
+    ``megatron/core/tensor_parallel/layers.py`` starts it with
+    ``async_op=True`` before the weight-gradient product).
 ``pp`` (pipeline stages)
     The receive of the next op's activations or gradient is posted before
     the current op computes, so the transfer runs under that compute; the

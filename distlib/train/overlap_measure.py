@@ -11,6 +11,10 @@ beside the measured steps the step the book's timelines predict for the same siz
 ``"zero3"`` (ZeRO-3, ``--dp 2 --zero 3``, ``--overlap prefetch,buckets``: FSDP's default)
     :func:`distlib.overlap.zero.zero3_timeline` (chapter 10): the units' mean forward and backward times,
     a mean unit's all-gather and reduce-scatter at the link's rate, prefetch 1 against 0.
+``"pp"`` (two pipeline stages, ``--pp 2 --microbatches 4``, 1F1B, ``--overlap pp``)
+    :func:`distlib.pipeline_schedule` (chapter 12) with each stage's measured forward and backward time per
+    microbatch and each activation's or gradient's transfer at the link's rate, its receive posted as the op
+    starts (``posted=0``, blocking) against one op ahead (``posted=1``).
 ``"tp"`` (tensor parallelism, ``--tp 2``, ``--overlap tp``)
     Chapter 11's rule, Korthikanti et al. (2022) section 6.2: each block's two backward all-reduces
     (``tokens x hidden`` float64 values each, at the link's rate) hide under the weight gradient computed
@@ -37,11 +41,12 @@ __all__ = ["OVERLAP_BENCH_CONFIG", "MEASURED_OVERLAPS", "WORD_NAMES", "OverlapRu
 OVERLAP_BENCH_CONFIG = dict(hidden=128, layers=4, heads=4, seq=64, batch=8, vocab=64)
 """A model whose blocks' backward passes and gradients' transfers over a 1 Gbit/s link are of the same order:
 1.6 MB of float64 gradient a block, tens of milliseconds of NumPy a backward pass."""
-MEASURED_OVERLAPS = ("buckets", "zero3", "tp")
+MEASURED_OVERLAPS = ("buckets", "zero3", "tp", "pp")
 _SETUPS = {  # kind -> (layout keywords, --overlap, bucket MiB)
     "buckets": (dict(dp=2), ("buckets",), 1e-3),
     "zero3": (dict(dp=2, zero=3), ("prefetch", "buckets"), 25.0),
     "tp": (dict(tp=2), ("tp",), 25.0),
+    "pp": (dict(pp=2, microbatches=4), ("pp",), 25.0),
 }
 
 
@@ -93,7 +98,8 @@ class OverlapRun:
         return (f"{self.kind} on {self.engine}, two nodes at {self.link_gbit:g} Gbit/s: step blocking {w['blocking']}, "
                 f"overlapped {w['overlapped']}, predicted {w['predicted']} (off by {w['error']})\n"
                 f"saved {w['saved']}, predicted {w['saved_pred']}; compute {w['compute']} and its communication "
-                f"{w['comm']} a step; still waited {w['wait']}; losses {w['same']} as blocking")
+                f"{w['comm']} a step; " + ("" if self.kind == "pp" else f"still waited {w['wait']}; ")
+                + f"losses {w['same']} as blocking")
 
 
 WORD_NAMES = ("blocking", "overlapped", "predicted", "saved", "saved_pred", "error", "compute", "comm", "wait", "same")
@@ -112,6 +118,21 @@ def _run(layout, config, cluster, *, steps, engine, overlap, timeout):
     else:
         result = run_mpi("distlib.train.rank", layout.ranks, args=args, timeout=timeout, cluster=cluster)
     return TrainResult.from_ranks(read_all(result, RankReport), layout=layout, seed=0, run_id=result.run_id)
+
+
+def _pp_saving(layout, config, reports, bandwidth) -> tuple:
+    """``(saving, transfer seconds per step)`` of the pipeline: receives posted as each op starts against one op
+    ahead, from each stage's measured forward and backward seconds per microbatch."""
+    from ..pipeline_schedule import pipeline_schedule
+
+    m = layout.microbatches
+    per_stage = [np.mean([r.unit_seconds for r in reports if r.pp_rank == s], axis=0).sum(axis=1) / m
+                 for s in range(layout.pp)]  # fmt: skip
+    message = (config.batch // m) * config.seq * config.hidden * 8 / bandwidth
+    times = dict(forward_time=[t[0] for t in per_stage], backward_time=[t[1] for t in per_stage],
+                 message_time=message)  # fmt: skip
+    off, on = (pipeline_schedule(layout.schedule, layout.pp, m, posted=k, **times).iteration_time for k in (0, 1))
+    return off - on, 2 * m * (layout.pp - 1) * message
 
 
 def _predicted_saving(kind, config, units, link_gbit) -> tuple:
@@ -206,8 +227,15 @@ def measure_overlap(kind: str = "buckets", *, link_gbit: float = 1.0, steps: int
                 runs[mode].append(_run(layout, config, cluster, steps=steps, engine=engine, overlap=overlap,
                                        timeout=timeout))  # fmt: skip
     step = {mode: float(np.median([s for r in rs for s in r.step_seconds[1:]])) for mode, rs in runs.items()}
-    units = np.mean([rank.unit_seconds for r in runs["blocking"] for rank in r.ranks], axis=0)
-    saving, comm = _predicted_saving(kind, config, units, link_gbit)
+    blocking_ranks = [rank for r in runs["blocking"] for rank in r.ranks]
+    units = np.mean([rank.unit_seconds for rank in blocking_ranks], axis=0)
+    if kind == "pp":
+        from ..units import gbit_to_bytes_per_s
+
+        saving, comm = _pp_saving(layout, config, blocking_ranks, gbit_to_bytes_per_s(link_gbit))
+        units = units * layout.pp  # every stage's compute, as the other kinds count one rank's whole model
+    else:
+        saving, comm = _predicted_saving(kind, config, units, link_gbit)
     waits = [w for r in runs["overlapped"] for w in r.overlap_wait_seconds[1:]]
     first = runs["blocking"][0].losses
     same = all(max(abs(a - b) for a, b in zip(r.losses, first)) < 1e-9 for rs in runs.values() for r in rs)
