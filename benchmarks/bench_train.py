@@ -303,8 +303,9 @@ def main(argv=None) -> int:
     overlaps = run_overlaps(ns.overlap, ns.overlap_link, engines, ns.steps, say) if ns.overlap else []
     if overlaps:
         print(f"\nOverlap across two nodes at {ns.overlap_link:g} Gbit/s, one rank each: medians over steps "
-              f"2-{ns.steps} of 2 runs a mode; predicted = blocking - the saving chapter 8's (buckets) or 10's "
-              f"(zero3) timeline gives for the measured compute and the link's rate", file=out)
+              f"2-{ns.steps} of 2 runs a mode; predicted = blocking - the saving the chapters' "
+              f"models give (buckets: 8, zero3: 10, tp: 11, pp: 12) for the measured compute and the link's rate",
+              file=out)  # fmt: skip
         print(overlap_table(overlaps), file=out)
     seconds = time.monotonic() - started
     print(f"\n# {seconds:.0f} s", file=out, flush=True)
