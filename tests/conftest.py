@@ -43,6 +43,16 @@ needs_mpi = pytest.mark.skipif(not have_mpi(), reason=NO_MPI)
 """Skip a test where MPI ranks cannot be started here."""
 
 
+def _cluster_reason():
+    from distlib.minicluster import minicluster_support
+
+    return minicluster_support()
+
+
+needs_cluster = pytest.mark.skipif(_cluster_reason() is not None, reason=f"mini cluster unavailable: {_cluster_reason()}")
+"""Skip a test where a mini cluster cannot be made here (not root, no network namespaces, or turned off)."""
+
+
 def toc_chapters() -> list[str]:
     """Chapter pages in book order, read from _toc.yml (e.g. "notebooks/01_ring").
 

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import needs_mpi
+from conftest import needs_mpi, needs_cluster
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "benchmarks" / "bench_train.py"
@@ -42,16 +42,10 @@ def test_the_smallest_run_reports_every_layout_with_the_predicted_bytes():
     assert state["DDP"] > state["ZeRO-1"] > state["ZeRO-2"] > state["ZeRO-3"]  # each stage shards one more part
 
 
-def _cluster_reason():
-    from distlib.minicluster import minicluster_support
-
-    return minicluster_support()
-
-
 @pytest.mark.engines
 @pytest.mark.slow
 @needs_mpi
-@pytest.mark.skipif(_cluster_reason() is not None, reason=f"mini cluster unavailable: {_cluster_reason()}")
+@needs_cluster
 def test_the_overlap_table_puts_each_measured_step_beside_its_prediction():
     """DDP's buckets across two nodes on both engines: blocking, overlapped and predicted steps, the same losses.
     (The times are the benchmark's to print, not this test's to judge.)"""

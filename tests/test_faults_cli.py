@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, needs_cluster
 
 from distlib.engines.launch import EXIT_STATUS, stray_processes
 
@@ -431,13 +431,7 @@ def test_the_reviewers_table_of_bad_command_lines_has_one_clear_line_each():
 # -- the same faults across the mini cluster (two simulated nodes, root only) ------------------------------
 
 
-def _cluster_reason():
-    from distlib.minicluster import minicluster_support
-
-    return minicluster_support()
-
-
-@pytest.mark.skipif(_cluster_reason() is not None, reason=f"mini cluster unavailable: {_cluster_reason()}")
+@needs_cluster
 @pytest.mark.parametrize("engine", ENGINES)
 @pytest.mark.parametrize("fault", ["SIGSTOP rank", "SIGKILL rank", "SIGTERM launcher", "SIGKILL launcher"])
 def test_faults_across_the_mini_cluster_are_named_and_leave_nothing(bench, engine, fault):

@@ -31,7 +31,7 @@ from distlib.train.model import Config, init_units, loss_and_grads, unit_specs
 from distlib.layout import Layout
 from distlib.train.rank import train_rank
 from distlib.walls import zero_stage
-from conftest import NO_MPI, have_mpi, needs_mpi
+from conftest import NO_MPI, have_mpi, needs_mpi, needs_cluster
 
 ROOT = Path(__file__).resolve().parents[1]
 STEPS = 3
@@ -455,16 +455,10 @@ def test_a_rank_killed_mid_run_ends_the_run_named_and_leaves_nothing():
 # Across the mini cluster's nodes (--nodes, as root)
 # ---------------------------------------------------------------------------
 
-def _cluster_reason():
-    from distlib.minicluster import minicluster_support
-
-    return minicluster_support()
-
-
 @pytest.mark.engines
 @pytest.mark.slow
 @needs_mpi
-@pytest.mark.skipif(_cluster_reason() is not None, reason=f"mini cluster unavailable: {_cluster_reason()}")
+@needs_cluster
 def test_layouts_across_two_nodes_reproduce_one_process_and_their_bytes_cross_the_links(reference):
     """TP 2 split over two nodes (MPI and gloo), DP 2 x TP 2 with each TP pair inside a node, and a pipeline of
     two stages a node each: the same losses and parameters as one process, and the links carry the bytes."""

@@ -34,7 +34,7 @@ from distlib.train.model import Config
 from distlib.layout import Layout
 from distlib.train.pipeline_parallel import stage_ops
 from distlib.train.rank import train_rank
-from conftest import NO_MPI, have_mpi, needs_mpi
+from conftest import NO_MPI, have_mpi, needs_mpi, needs_cluster
 from test_train import kill_rank_mid_run  # the trainer's kill-mid-run check
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -329,15 +329,9 @@ def test_pipelines_on_gloo_reproduce_one_process_accumulating_and_send_what_mpi_
 # ---------------------------------------------------------------------------
 
 
-def _cluster_reason():
-    from distlib.minicluster import minicluster_support
-
-    return minicluster_support()
-
-
 @pytest.mark.engines
 @pytest.mark.slow
-@pytest.mark.skipif(_cluster_reason() is not None, reason=f"mini cluster unavailable: {_cluster_reason()}")
+@needs_cluster
 @pytest.mark.parametrize("engine", [pytest.param("mpi", marks=needs_mpi), pytest.param("gloo", marks=needs_torch)])
 def test_dp2_tp2_pp2_across_two_nodes_keeps_tp_and_stages_inside_a_node(engine):
     """Ranks (d * pp + s) * tp + t, four a node: replica d on node d, its two stages and their TP pairs inside

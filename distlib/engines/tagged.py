@@ -28,7 +28,7 @@ import queue
 import threading
 import time
 
-from .comm import Comm
+from .comm import Comm, SubComm
 
 __all__ = ["TAG_OFFSET", "TaggedComm", "Handle", "Background", "check_threads"]
 
@@ -50,8 +50,11 @@ def check_threads(comm) -> None:
                                "gave less")  # fmt: skip
 
 
-class TaggedComm(Comm):
+class TaggedComm(SubComm):
     """``comm``'s ranks, its messages kept apart: every tag is ``tag + offset``.
+
+    A :class:`~distlib.engines.comm.SubComm` of all of ``comm``'s ranks whose point-to-point calls shift the
+    tag, with scratch space of its own.
 
     Examples
     --------
@@ -78,45 +81,33 @@ class TaggedComm(Comm):
     def __init__(self, comm: Comm, offset: int = TAG_OFFSET):
         if not isinstance(comm, Comm):
             raise TypeError(f"comm must be a distlib.engines Comm, got {type(comm).__name__}")
-        self.inner, self.offset = comm, int(offset)
-        self.rank, self.size, self.engine = comm.rank, comm.size, comm.engine
+        super().__init__(comm, range(comm.size))
+        self.offset = int(offset)
 
     def send(self, buf, dest, *, tag=0):
-        self.inner.send(buf, dest, tag=tag + self.offset)
+        super().send(buf, dest, tag=tag + self.offset)
 
     def recv(self, buf, source, *, tag=0):
-        self.inner.recv(buf, source, tag=tag + self.offset)
+        super().recv(buf, source, tag=tag + self.offset)
 
     def isend(self, buf, dest, *, tag=0):
-        return self.inner.isend(buf, dest, tag=tag + self.offset)
+        return super().isend(buf, dest, tag=tag + self.offset)
 
     def irecv(self, buf, source, *, tag=0):
-        return self.inner.irecv(buf, source, tag=tag + self.offset)
+        return super().irecv(buf, source, tag=tag + self.offset)
 
     def sendrecv(self, sendbuf, dest, recvbuf, source, *, tag=0):
-        self.inner.sendrecv(sendbuf, dest, recvbuf, source, tag=tag + self.offset)
+        super().sendrecv(sendbuf, dest, recvbuf, source, tag=tag + self.offset)
 
-    # Buffers are the inner communicator's kind; scratch space is this channel's own (Comm.scratch).
-    def empty(self, n, like):
-        return self.inner.empty(n, like)
-
-    def copy(self, buf):
-        return self.inner.copy(buf)
-
-    def combine(self, dst, src, op="sum"):
-        self.inner.combine(dst, src, op)
-
-    def flat(self, buf):
-        return self.inner.flat(buf)
-
-    def itemsize(self, buf):
-        return self.inner.itemsize(buf)
+    # Its own scratch space: a collective may run on each channel at once.
+    scratch = Comm.scratch
+    free_scratch = Comm.free_scratch
 
     def wtime(self):
-        return self.inner.wtime()
+        return self.parent.wtime()
 
     def __repr__(self) -> str:
-        return f"<TaggedComm (+{self.offset}) of {self.inner!r}>"
+        return f"<TaggedComm (+{self.offset}) of {self.parent!r}>"
 
 
 class Handle:
