@@ -38,6 +38,9 @@ from .collectives import (COLLECTIVES, ALGORITHMS, ALLREDUCE_ALGORITHMS, TWO_LEV
                           Regime, regime, bus_factor, bus_bandwidth, algorithm_bandwidth, in_network_allreduce_time,
                           fit_alpha_beta, FitReport, fit_report, NcclTable, load_nccl_table, check_nccl_table,
                           canonical_collective, alpha_beta_time, COLLECTIVE_ALIASES, two_level_allreduce_time)
+# chapter 15: the all-to-all (expert parallelism routes tokens with it)
+from .collectives import (ALLTOALL_ALGORITHMS, bruck_blocks_per_round, alltoall_coefficients, alltoall_time,
+                          fastest_alltoall, alltoall_crossover_size)
 
 # chapters 2 and 7: a real GPU cluster and what NCCL does on it
 from .gpu_cluster import (NETWORKS, NCCL_ALGORITHMS, NCCL_PROTOCOLS, Calibration, calibration, GpuCluster,
@@ -143,6 +146,8 @@ __all__ = [
     "bus_factor", "bus_bandwidth", "algorithm_bandwidth", "in_network_allreduce_time", "fit_alpha_beta", "FitReport",
     "fit_report", "NcclTable", "load_nccl_table", "check_nccl_table", "canonical_collective", "alpha_beta_time",
     "COLLECTIVE_ALIASES", "two_level_allreduce_time",
+    "ALLTOALL_ALGORITHMS", "bruck_blocks_per_round", "alltoall_coefficients", "alltoall_time", "fastest_alltoall",
+    "alltoall_crossover_size",
     # gpu_cluster
     "NETWORKS", "NCCL_ALGORITHMS", "NCCL_PROTOCOLS", "Calibration", "calibration", "GpuCluster", "gpu_cluster",
     "Candidate", "Prediction", "predict", "predict_busbw", "predict_time", "predict_table", "step_allreduce_time",

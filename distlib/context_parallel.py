@@ -60,7 +60,8 @@ import numpy as np
 
 from ._check import check_bool, check_choice, check_int, check_real
 from .activations import activation_bytes_per_layer
-from .collectives import alpha_beta_time, collective_time, p2p_time
+from .collectives import collective_time, p2p_time
+from .collectives.alltoall import alltoall_time as _collectives_alltoall_time
 from .layout import CP_KINDS
 from .overlap.schedule import COMM, Event
 
@@ -634,14 +635,14 @@ def alltoall_time(n_bytes, p: int, *, alpha, bandwidth) -> float:
     """Seconds of a pairwise-exchange all-to-all of ``n_bytes`` per rank over ``p`` ranks.
 
     ``p - 1`` steps; in each, every rank sends ``n_bytes / p`` to one partner:
-    ``(p - 1) alpha + (p - 1) / p * n_bytes / bandwidth``. (This chapter's own; when
-    :mod:`distlib.collectives` has an all-to-all cost, this should ask it.)
+    ``(p - 1) alpha + (p - 1) / p * n_bytes / bandwidth``. The formula's home is
+    :func:`distlib.collectives.alltoall_time` (which also models Bruck's algorithm);
+    this asks it.
 
     >>> round(alltoall_time(8e6, 4, alpha=1e-5, bandwidth=1e9) * 1e3, 9)    # 3 x 10 us + 6 ms
     6.03
     """
-    p = check_int("p", p, minimum=1)
-    return alpha_beta_time(p - 1, (p - 1) / p, n_bytes, alpha=alpha, bandwidth=bandwidth)
+    return _collectives_alltoall_time(n_bytes, p, alpha=alpha, bandwidth=bandwidth, algorithm="pairwise")
 
 
 def _heads_per_rank(heads: int, kv_heads, tp: int) -> tuple:

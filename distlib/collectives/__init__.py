@@ -24,6 +24,9 @@ here:
 * :mod:`distlib.collectives.costs`: the alpha-beta cost of each algorithm
   (:func:`cost_coefficients`, :func:`collective_time`, bounds, crossovers,
   regimes, the two-level all-reduce);
+* :mod:`distlib.collectives.alltoall`: the all-to-all by pairwise exchange
+  and by Bruck's algorithm (:func:`alltoall_time`, :func:`fastest_alltoall`,
+  :func:`alltoall_crossover_size`);
 * :mod:`distlib.collectives.busbw`: nccl-tests' algorithm and bus bandwidth;
 * :mod:`distlib.collectives.fit`: fitting ``alpha`` and ``bandwidth`` to
   measured times (:func:`fit_alpha_beta`, :func:`fit_report`);
@@ -32,12 +35,14 @@ here:
 
 from __future__ import annotations
 
+from .alltoall import (alltoall_coefficients, alltoall_crossover_size, alltoall_time, bruck_blocks_per_round,
+                       fastest_alltoall)
 from .busbw import algorithm_bandwidth, bus_bandwidth, bus_factor
 from .costs import (Regime, alpha_beta_time, bandwidth_lower_bound, collective_time, cost_coefficients,
                                crossover_size, fastest_algorithm, in_network_allreduce_time, p2p_time, regime,
                                two_level_allreduce_time)
 from .fit import FitReport, fit_alpha_beta, fit_report
-from .names import (ALGORITHMS, ALLREDUCE_ALGORITHMS, BUS_FACTOR_COLLECTIVES, COLLECTIVE_ALIASES,
+from .names import (ALGORITHMS, ALLREDUCE_ALGORITHMS, ALLTOALL_ALGORITHMS, BUS_FACTOR_COLLECTIVES, COLLECTIVE_ALIASES,
                                COLLECTIVES, ENGINE_ALLREDUCE_ALGORITHMS, ENGINE_SCATTER_GATHER_ALGORITHMS,
                                OWN_ALLREDUCE_ALGORITHMS, TWO_LEVEL_ALGORITHMS, canonical_collective)
 from .nccl_tables import NcclTable, check_nccl_table, load_nccl_table
@@ -73,4 +78,10 @@ __all__ = [
     "load_nccl_table",
     "check_nccl_table",
     "two_level_allreduce_time",
+    "ALLTOALL_ALGORITHMS",
+    "bruck_blocks_per_round",
+    "alltoall_coefficients",
+    "alltoall_time",
+    "fastest_alltoall",
+    "alltoall_crossover_size",
 ]

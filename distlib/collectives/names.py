@@ -19,6 +19,7 @@ __all__ = [
     "ENGINE_ALLREDUCE_ALGORITHMS",
     "ENGINE_SCATTER_GATHER_ALGORITHMS",
     "BUS_FACTOR_COLLECTIVES",
+    "ALLTOALL_ALGORITHMS",
     "COLLECTIVE_ALIASES",
     "canonical_collective",
 ]
@@ -43,6 +44,9 @@ own all-reduce (``"builtin"``) and the tuner's pick (``"auto"``)."""
 ENGINE_SCATTER_GATHER_ALGORITHMS = ("ring", "halving_doubling", "builtin")
 """What the engines' reduce-scatter and all-gather accept."""
 BUS_FACTOR_COLLECTIVES = COLLECTIVES + ("alltoall", "sendrecv")
+ALLTOALL_ALGORITHMS = ("pairwise", "bruck")
+"""The all-to-alls the book models (:mod:`distlib.collectives.alltoall`) and runs
+(:mod:`distlib.engines.alltoall`): pairwise exchange and Bruck's algorithm."""
 
 #: Other spellings of the collectives: torch.distributed's and nccl-tests'
 #: (``all_reduce_perf``) names, and NCCL's ``ncclAllReduce`` style.
