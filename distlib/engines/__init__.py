@@ -8,6 +8,9 @@ The chapters "MPI" and "NCCL and GPU collectives" teach from this package.
 * :mod:`~distlib.engines.algorithms` -- all-reduce by ring, binomial tree
   and recursive halving-doubling, reduce-scatter, all-gather, broadcast and
   reduce, built from point-to-point messages;
+* :mod:`~distlib.engines.alltoall` -- the all-to-all by pairwise exchange
+  and by Bruck's algorithm, even blocks (:func:`alltoall`) or uneven
+  (:func:`alltoallv`), beside the engine's own;
 * :mod:`~distlib.engines.timing` -- nccl-tests style timing of all-reduces
   and the memory-copy reference (:func:`memcpy_bandwidth`);
 * :mod:`~distlib.engines.tuner` -- ``algorithm="auto"``: fit the
@@ -35,6 +38,7 @@ Importing this package imports neither mpi4py nor torch.
 """
 
 from .algorithms import ALLREDUCE_ALGORITHMS, allgather, allreduce, broadcast, reduce, reduce_scatter
+from .alltoall import ENGINE_ALLTOALL_ALGORITHMS, alltoall, alltoallv, exchange_counts
 from .comm import Comm, DeadlockError, Request, ThreadComm, run_threads
 from .launch import (
     Outcome,
@@ -61,6 +65,10 @@ __all__ = [
     "allgather",
     "broadcast",
     "reduce",
+    "ENGINE_ALLTOALL_ALGORITHMS",
+    "alltoall",
+    "alltoallv",
+    "exchange_counts",
     "Comm",
     "Request",
     "ThreadComm",
