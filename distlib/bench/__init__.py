@@ -6,6 +6,7 @@
     python -m distlib.bench allreduce --engine gloo --ranks 4
     python -m distlib.bench allreduce --engine nccl --ranks 8 -b 8 -e 1G -f 2
     python -m distlib.bench allreduce --engine mpi --ranks 2 --algorithms tree,hd,auto --json
+    python -m distlib.bench alltoall --engine mpi --ranks 4
 
 It speaks nccl-tests: ``all_reduce`` or ``allreduce``; ``-b/-e/-f`` sizes,
 ``-n/--iters``, ``-w/--warmup_iters``, ``-d float|double|int32`` (``half`` and
@@ -37,6 +38,15 @@ run on the same engine and the same data. Columns, per algorithm:
     gives the exact result;
 ``/builtin``
     the book algorithm's time divided by the built-in's (below 1: faster).
+
+``alltoall`` (or ``all_to_all``) times the all-to-all the same way: the
+engine's own (``MPI_Alltoall``, torch's ``all_to_all_single``) beside the
+book's pairwise exchange and Bruck's algorithm (:mod:`distlib.engines.alltoall`;
+``--algorithms pairwise,bruck`` by default). The size is what each rank sends
+in all (``p`` blocks), as nccl-tests' ``alltoall_perf`` counts it; busbw is
+``algbw * (p - 1)/p``; ``#wrong`` counts elements off the NumPy answer;
+``redop`` reads ``none``. :func:`distlib.collectives.alltoall_crossover_size`
+says where the model expects Bruck to stop winning.
 
 The header gives the machine's memory-copy bandwidth (a NumPy copy of a
 large buffer, median), the physical ceiling for processes on one machine,

@@ -22,15 +22,19 @@ __all__ = ["main"]
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m distlib.bench",
-        description="nccl-tests style all-reduce benchmark: the engine's built-in against the book's algorithms.",
+        description="nccl-tests style all-reduce and all-to-all benchmark: the engine's built-in against the book's "
+                    "algorithms.",
     )
-    parser.add_argument("collective", type=_collective, help="the collective to time: allreduce (or all_reduce)")
+    parser.add_argument("collective", type=_collective,
+                        help="the collective to time: allreduce (or all_reduce), alltoall (or all_to_all)")
     parser.add_argument("--engine", choices=["mpi", "gloo", "nccl"], required=True)
     parser.add_argument("--ranks", type=int, default=None, help="ranks to start (gloo/nccl: default 2; mpi: start mpiexec)")
     parser.add_argument("-b", "--minbytes", type=parse_size, default=parse_size("8"), help="smallest size (default 8)")
     parser.add_argument("-e", "--maxbytes", type=parse_size, default=parse_size("64M"), help="largest size (default 64M)")
     parser.add_argument("-f", "--stepfactor", type=float, default=2.0, help="size multiplier (default 2)")
-    parser.add_argument("--algorithms", default="ring", help="book algorithms, comma-separated: ring,tree,hd,rd,auto (default ring)")
+    parser.add_argument("--algorithms", default=None,
+                        help="book algorithms, comma-separated: allreduce ring,tree,hd,rd,auto (default ring); "
+                             "alltoall pairwise,bruck (default both)")  # fmt: skip
     parser.add_argument("-d", "--datatype", "--dtype", dest="dtype", type=_dtype, default="float32",
                         help="float, double or int32 (float32/float64 also accepted; default float)")
     parser.add_argument("-o", "--op", default="sum", help="reduction: sum (the only one the engines run)")
@@ -137,7 +141,7 @@ def _ranks_of(ns) -> int | None:
 
 def _sweep_kwargs(ns) -> dict:
     """The keyword arguments of :func:`~distlib.bench.sweep.rank_main` from parsed command-line options."""
-    return dict(algorithms=_algorithms(ns.algorithms), dtype=ns.dtype, min_bytes=ns.minbytes, max_bytes=ns.maxbytes,
+    return dict(collective=ns.collective, algorithms=_algorithms(ns.algorithms, ns.collective), dtype=ns.dtype, min_bytes=ns.minbytes, max_bytes=ns.maxbytes,
                 step_factor=ns.stepfactor, iters=ns.iters, warmup=ns.warmup, recalibrate=ns.recalibrate,
                 check=bool(ns.check), quiet=ns.quiet, output=_output(ns))
 
@@ -194,7 +198,7 @@ def main(argv=None) -> int:
 def _main(argv: list) -> int:
     ns = _parser().parse_args(argv)
     _check_cli(ns)
-    _algorithms(ns.algorithms)  # fail early on a bad name
+    _algorithms(ns.algorithms, ns.collective)  # fail early on a bad name
     if (ns.nodes is not None or ns.link_gbit is not None) and not _under_mpiexec() and "RANK" not in os.environ:
         from distlib.bench.launch import run_on_mini_cluster
 

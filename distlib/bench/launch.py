@@ -25,13 +25,16 @@ from ..collectives.measured import BenchResult, Race, RaceRow
 __all__ = ["bench_argv", "run_bench", "race", "run_on_mini_cluster"]
 
 
-def bench_argv(*, engine, ranks, algorithms=("ring",), dtype="float32", min_bytes=8, max_bytes="64M",
+def bench_argv(*, engine, ranks, algorithms=None, dtype="float32", min_bytes=8, max_bytes="64M",
                step_factor=2.0, iters=20, warmup=5, recalibrate=False, check=True, timeout=600.0,
-               nodes=None) -> list:
+               nodes=None, collective="allreduce") -> list:  # fmt: skip
     """The arguments of ``python -m distlib.bench`` whose rank 0 hands back its result as a report line.
 
     Every option spelled out (``--report --quiet`` at the end), so what
     the ranks run does not depend on the command line's defaults.
+    ``algorithms`` left out: the collective's default
+    (:data:`~distlib.bench.sweep.DEFAULT_ALGORITHMS`: ``ring`` for
+    ``allreduce``, ``pairwise,bruck`` for ``alltoall``).
 
     Examples
     --------
@@ -39,18 +42,25 @@ def bench_argv(*, engine, ranks, algorithms=("ring",), dtype="float32", min_byte
     ['allreduce', '--engine', 'mpi', '--ranks', '4', '-b']
     >>> bench_argv(engine="mpi", ranks=4, nodes=2)[-4:]
     ['--report', '--quiet', '--nodes', '2']
+    >>> argv = bench_argv(engine="mpi", ranks=4, collective="alltoall")
+    >>> argv[0], argv[argv.index("--algorithms") + 1]
+    ('alltoall', 'pairwise,bruck')
     """
+    from .sweep import DEFAULT_ALGORITHMS
+
+    if algorithms is None:
+        algorithms = DEFAULT_ALGORITHMS[collective]
     algorithms = algorithms if isinstance(algorithms, str) else ",".join(algorithms)
-    argv = ["allreduce", "--engine", engine, "--ranks", str(ranks), "-b", str(min_bytes), "-e", str(max_bytes),
+    argv = [collective, "--engine", engine, "--ranks", str(ranks), "-b", str(min_bytes), "-e", str(max_bytes),
             "-f", str(step_factor), "--algorithms", algorithms, "-d", dtype, "-n", str(iters), "-w", str(warmup),
             "-c", "1" if check else "0", "--timeout", str(timeout), "--report", "--quiet"]
     argv += ["--recalibrate"] if recalibrate else []
     return argv + (["--nodes", str(nodes)] if nodes is not None else [])
 
 
-def run_bench(*, engine="mpi", ranks=2, algorithms=("ring",), dtype="float32", min_bytes=8, max_bytes="64M",
+def run_bench(*, engine="mpi", ranks=2, algorithms=None, dtype="float32", min_bytes=8, max_bytes="64M",
               step_factor=2.0, iters=20, warmup=5, recalibrate=False, check=True, timeout=600.0,
-              env=None) -> BenchResult:
+              env=None, collective="allreduce") -> BenchResult:  # fmt: skip
     """Launch ``python -m distlib.bench`` on ``ranks`` processes and return its :class:`BenchResult`.
 
     The notebooks' entry: the ranks run in their own processes (started with
@@ -59,6 +69,8 @@ def run_bench(*, engine="mpi", ranks=2, algorithms=("ring",), dtype="float32", m
     Sizes accept nccl-tests' suffixes (``"2M"``). ``engine="nccl"`` without
     enough GPUs raises ``RuntimeError`` saying so. ``env`` adds environment
     variables for the ranks (e.g. ``DISTLIB_CACHE_DIR`` for a fresh ``auto`` fit).
+    ``collective="alltoall"`` times the all-to-all (``algorithms`` default
+    ``("pairwise", "bruck")``).
     """
     import subprocess
 
@@ -71,7 +83,7 @@ def run_bench(*, engine="mpi", ranks=2, algorithms=("ring",), dtype="float32", m
         raise ValueError(f"engine must be one of mpi, gloo, nccl; got {engine!r}")
     argv = bench_argv(engine=engine, ranks=ranks, algorithms=algorithms, dtype=dtype, min_bytes=min_bytes,
                       max_bytes=max_bytes, step_factor=step_factor, iters=iters, warmup=warmup,
-                      recalibrate=recalibrate, check=check, timeout=timeout)
+                      recalibrate=recalibrate, check=check, timeout=timeout, collective=collective)
     proc = subprocess.run([sys.executable, "-m", "distlib.bench", *argv], capture_output=True, text=True,
                           timeout=timeout + 60, env={**os.environ, **(env or {})})
     command = f"python -m distlib.bench {' '.join(argv)}"

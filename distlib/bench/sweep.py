@@ -1,6 +1,6 @@
 """The bench on every rank: the sweep of sizes and algorithms, its options, and the nccl-tests table.
 
-:func:`run_sweep` times the engine's built-in all-reduce and the book's
+:func:`run_sweep` times the engine's built-in all-reduce (or all-to-all) and the book's
 algorithms on a communicator, the same :class:`~distlib.collectives.measured.BenchResult`
 on every rank; :func:`format_table` prints one as ``all_reduce_perf`` does.
 The names the options accept (``--algorithms``, ``-d``) and the size
@@ -19,12 +19,19 @@ import time
 
 from ..collectives.measured import BenchResult, BenchRow, Timing
 
-__all__ = ["ALGORITHM_NAMES", "DTYPE_NAMES", "BadInput", "parse_size", "sizes", "run_sweep", "format_table"]
+__all__ = ["ALGORITHM_NAMES", "ALLTOALL_ALGORITHM_NAMES", "BENCH_COLLECTIVES", "DEFAULT_ALGORITHMS", "DTYPE_NAMES", "BadInput", "parse_size", "sizes", "run_sweep", "format_table"]
 
 ALGORITHM_NAMES = {"ring": "ring", "tree": "tree", "hd": "halving_doubling", "halving_doubling": "halving_doubling",
                    "rd": "recursive_doubling", "recursive_doubling": "recursive_doubling", "auto": "auto",
                    "hier": "hierarchical", "hierarchical": "hierarchical"}  # fmt: skip
 """Names accepted by ``--algorithms`` (``hd`` is short for halving_doubling, ``rd`` for recursive_doubling)."""
+ALLTOALL_ALGORITHM_NAMES = {"pairwise": "pairwise", "bruck": "bruck"}
+"""Names ``--algorithms`` accepts for ``alltoall`` (:mod:`distlib.engines.alltoall`)."""
+BENCH_COLLECTIVES = ("allreduce", "alltoall")
+"""What the bench times (first argument; nccl-tests' spellings ``all_reduce``, ``all_to_all`` accepted)."""
+DEFAULT_ALGORITHMS = {"allreduce": ("ring",), "alltoall": ("pairwise", "bruck")}
+"""The book's algorithms timed beside the built-in when ``--algorithms`` is left out."""
+_NAMES = {"allreduce": ALGORITHM_NAMES, "alltoall": ALLTOALL_ALGORITHM_NAMES}
 
 _SHORT = {"halving_doubling": "hd", "recursive_doubling": "rd", "hierarchical": "hier"}
 _DTYPE_NAMES = {"float32": "float", "float64": "double", "int32": "int32"}
@@ -89,8 +96,9 @@ def _collective(text: str) -> str:
     from distlib.collectives import canonical_collective
 
     name = canonical_collective(text)
-    if name != "allreduce":
-        raise argparse.ArgumentTypeError(f"only allreduce (all_reduce) is benchmarked, got {text!r}")
+    if name not in BENCH_COLLECTIVES:
+        raise argparse.ArgumentTypeError(f"only allreduce (all_reduce) and alltoall (all_to_all) are benchmarked, "
+                                         f"got {text!r}")  # fmt: skip
     return name
 
 
@@ -105,13 +113,18 @@ def _dtype(text: str) -> str:
     return name
 
 
-def _algorithms(text: str) -> list:
+def _algorithms(text, collective: str = "allreduce") -> list:
+    """The book's algorithms named by ``--algorithms`` for ``collective`` (``None``: :data:`DEFAULT_ALGORITHMS`)."""
+    if text is None:
+        return list(DEFAULT_ALGORITHMS[collective])
+    names = _NAMES[collective]
     out = []
     for name in filter(None, (t.strip() for t in text.split(","))):
-        if name not in ALGORITHM_NAMES:
-            raise BadInput(f"--algorithms: unknown algorithm {name!r}; choose from ring, tree, hd, rd, hier(archical), auto")
-        if ALGORITHM_NAMES[name] not in out:
-            out.append(ALGORITHM_NAMES[name])
+        if name not in names:
+            choices = "ring, tree, hd, rd, hier(archical), auto" if collective == "allreduce" else "pairwise, bruck"
+            raise BadInput(f"--algorithms: unknown algorithm {name!r} for {collective}; choose from {choices}")
+        if names[name] not in out:
+            out.append(names[name])
     return out
 
 
@@ -120,17 +133,19 @@ def _algorithms(text: str) -> list:
 # ----------------------------------------------------------------------------
 
 
-def run_sweep(comm, *, algorithms=("ring",), dtype="float32", min_bytes=8, max_bytes=64 * 2**20, step_factor=2.0,
-              iters=20, warmup=5, recalibrate=False, check=True, progress=None) -> BenchResult:
+def run_sweep(comm, *, algorithms=None, dtype="float32", min_bytes=8, max_bytes=64 * 2**20, step_factor=2.0,
+              iters=20, warmup=5, recalibrate=False, check=True, progress=None,
+              collective="allreduce") -> BenchResult:  # fmt: skip
     """Time every size and algorithm on ``comm``; the same :class:`BenchResult` on every rank.
 
     Parameters
     ----------
     comm : distlib.engines communicator
-    algorithms : sequence of str
-        Book algorithms besides the built-in (``ring``, ``tree``,
-        ``halving_doubling``, ``recursive_doubling``, ``auto``; short names
-        ``hd``/``rd`` accepted).
+    algorithms : sequence of str, optional
+        Book algorithms besides the built-in. All-reduce: ``ring``, ``tree``,
+        ``halving_doubling``, ``recursive_doubling``, ``auto`` (short names
+        ``hd``/``rd`` accepted); default ``ring``. All-to-all: ``pairwise``,
+        ``bruck`` (:mod:`distlib.engines.alltoall`); default both.
     dtype : str
         ``float32``, ``float64`` or ``int32`` (or nccl-tests' ``float``/``double``).
     min_bytes, max_bytes, step_factor : sizes as ``-b``, ``-e``, ``-f``.
@@ -141,11 +156,22 @@ def run_sweep(comm, *, algorithms=("ring",), dtype="float32", min_bytes=8, max_b
         Count wrong elements (``False``: ``Timing.wrong`` is ``None``).
     progress : callable, optional
         ``progress(done, total, n_bytes, elapsed)`` after each size.
+    collective : {"allreduce", "alltoall"}
+        For ``alltoall`` each size is what every rank sends in all (``p``
+        blocks), as nccl-tests' ``alltoall_perf`` counts it; ``#wrong``
+        counts elements off the NumPy answer, and busbw is algbw times
+        ``(p - 1)/p``.
     """
+    from distlib.collectives import canonical_collective
     from distlib.engines.timing import compare_allreduce
     from distlib.engines.tuner import calibrate, set_calibration
 
-    algorithms = _algorithms(",".join(algorithms) if not isinstance(algorithms, str) else algorithms)
+    collective = canonical_collective(collective)
+    if collective not in BENCH_COLLECTIVES:
+        raise ValueError(f"collective must be one of {', '.join(BENCH_COLLECTIVES)}; got {collective!r}")
+    if algorithms is not None and not isinstance(algorithms, str):
+        algorithms = ",".join(algorithms)
+    algorithms = _algorithms(algorithms, collective)
     dtype = _dtype(dtype)
     itemsize = {"float32": 4, "float64": 8, "int32": 4}[dtype]
     todo = sizes(min_bytes, max_bytes, step_factor)
@@ -162,15 +188,16 @@ def run_sweep(comm, *, algorithms=("ring",), dtype="float32", min_bytes=8, max_b
         count = n_bytes // itemsize
         # Samples of at least 1 ms: a barrier's exit skew (a few us) then
         # spreads over dozens of small calls instead of a handful.
-        timings = compare_allreduce(comm, count, ["builtin"] + algorithms, dtype=dtype, iters=iters,
-                                    warmup=warmup, check=check, min_sample=1e-3)  # fmt: skip
+        compare = compare_allreduce if collective == "allreduce" else _compare_alltoall
+        timings = compare(comm, count, ["builtin"] + algorithms, dtype=dtype, iters=iters,
+                          warmup=warmup, check=check, min_sample=1e-3)  # fmt: skip
         base = timings["builtin"].seconds
         results = {}
         for name, timing in timings.items():
             results[name] = Timing(
                 seconds=timing.seconds,
                 algbw=count * itemsize / timing.seconds if timing.seconds > 0 else None,
-                busbw=_busbw(count * itemsize, comm.size, timing.seconds),
+                busbw=_busbw(count * itemsize, comm.size, timing.seconds, collective),
                 wrong=timing.wrong if check else None,
                 batch=timing.batch,
                 ratio=(timing.seconds / base if base > 0 else None) if name != "builtin" else None,
@@ -180,10 +207,16 @@ def run_sweep(comm, *, algorithms=("ring",), dtype="float32", min_bytes=8, max_b
         if progress is not None:
             progress(k + 1, len(todo), count * itemsize, time.monotonic() - start)
     return BenchResult(
-        collective="allreduce", engine=comm.engine, p=comm.size, dtype=dtype, iters=iters, warmup=warmup,
+        collective=collective, engine=comm.engine, p=comm.size, dtype=dtype, iters=iters, warmup=warmup,
         algorithms=tuple(["builtin"] + algorithms), memcpy_bandwidth=membw, transport=_transport(comm),
         calibration=calibration.to_dict() if calibration else None, rows=tuple(rows), check=bool(check),
-        cluster=os.environ.get("DISTLIB_CLUSTER"))
+        cluster=os.environ.get("DISTLIB_CLUSTER"), redop="sum" if collective == "allreduce" else "none")
+
+
+def _compare_alltoall(comm, count, algorithms, **kw):
+    from distlib.engines.timing import compare_alltoall
+
+    return compare_alltoall(comm, count, algorithms, **kw)
 
 
 OUTPUTS = ("table", "json", "report")
@@ -281,10 +314,10 @@ def _reference_bandwidth(comm) -> float:
     return src.numel() * src.element_size() / sorted(times)[len(times) // 2]
 
 
-def _busbw(n_bytes, p, seconds):
+def _busbw(n_bytes, p, seconds, collective="allreduce"):
     from distlib.collectives import bus_bandwidth
 
-    return bus_bandwidth("allreduce", n_bytes, p, seconds) if seconds > 0 else None
+    return bus_bandwidth(collective, n_bytes, p, seconds) if seconds > 0 else None
 
 
 def _progress_printer(enabled: bool):
@@ -330,8 +363,10 @@ def format_table(result) -> str:
          f"# memory-copy reference (NumPy copy of 128 MiB, median): {fmt_rate(result.memcpy_bandwidth or 0)} "
          "(bytes copied per second; the physical ceiling for ranks on one machine)"),
         f"# transport: {result.transport}",
-        "# time in us; algbw and busbw in GB/s (1e9 bytes/s); busbw = algbw * 2(p-1)/p; "
-        "#wrong = elements off the exact sum; /builtin = time / built-in's time",
+        ("# time in us; algbw and busbw in GB/s (1e9 bytes/s); busbw = algbw * 2(p-1)/p; "
+         "#wrong = elements off the exact sum; /builtin = time / built-in's time" if result.collective == "allreduce" else
+         "# size = bytes each rank sends in all (p blocks); time in us; algbw and busbw in GB/s (1e9 bytes/s); "
+         "busbw = algbw * (p-1)/p; #wrong = elements off the NumPy answer; /builtin = time / built-in's time"),
     ]
     cal = result.calibration
     if cal:

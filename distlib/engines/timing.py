@@ -25,7 +25,8 @@ from .algorithms import allreduce
 from .comm import Comm
 from .progress import note
 
-__all__ = ["memcpy_bandwidth", "AllreduceTiming", "time_allreduce", "compare_allreduce", "pattern", "expected_sum", "count_wrong", "DTYPES"]
+__all__ = ["memcpy_bandwidth", "AllreduceTiming", "time_allreduce", "compare_allreduce", "pattern", "expected_sum", "count_wrong", "DTYPES",
+           "AlltoallTiming", "expected_alltoall", "compare_alltoall"]
 
 DTYPES = ("float32", "float64", "int32")
 
@@ -293,3 +294,104 @@ def _interleaved_samples(comm, buf, algorithms, doing, batch, *, iters) -> np.nd
     slowest = comm.from_numpy(samples.ravel())
     comm.allreduce(slowest, op="max")
     return comm.to_numpy(slowest).astype(float).reshape(len(algorithms), iters)
+
+
+# ----------------------------------------------------------------------------
+# The all-to-all (chapter 15), timed the same way
+# ----------------------------------------------------------------------------
+
+
+@dataclass
+class AlltoallTiming:
+    """One all-to-all algorithm at one size: the median ``seconds`` (slowest rank), every sample,
+    the calls per sample, and the elements off the NumPy answer (``None`` if not checked)."""
+
+    n_bytes: int
+    count: int
+    dtype: str
+    algorithm: str
+    p: int
+    seconds: float
+    samples: np.ndarray
+    batch: int
+    wrong: int | None
+
+
+def expected_alltoall(count: int, rank: int, p: int, dtype: str = "float32") -> np.ndarray:
+    """What rank ``rank`` must receive when each rank ``s`` sends its :func:`pattern` of ``count`` elements
+    through an all-to-all (blocks cut as :func:`distlib.chunk_bounds` cuts them).
+
+    >>> expected_alltoall(5, 1, 2, "int32").tolist()     # elements 3, 4 of ranks 0 and 1
+    [3, 4, 4, 5]
+    """
+    count = check_int("count", count, minimum=0)
+    q, extra = divmod(count, p)
+    start = rank * q + min(rank, extra)
+    stop = start + q + (1 if rank < extra else 0)
+    base = np.arange(start, stop, dtype=np.int64) % _PERIOD
+    return np.concatenate([(base + s).astype(dtype) for s in range(p)]) if p else np.zeros(0, dtype)
+
+
+def compare_alltoall(comm, count: int, algorithms, *, dtype: str = "float32", iters: int = 20, warmup: int = 3,
+                     check: bool = True, min_sample: float = 2e-4) -> dict:  # fmt: skip
+    """Time several all-to-all algorithms (:func:`distlib.engines.alltoall.alltoall`) on the same buffer, interleaved.
+
+    ``count`` elements per rank in all (``p`` blocks). As :func:`compare_allreduce`:
+    each sample runs every algorithm once, one after the other, batched to
+    last ``min_sample`` seconds; the median of the slowest rank's samples.
+
+    Returns
+    -------
+    dict
+        Algorithm name -> :class:`AlltoallTiming`.
+    """
+    from .alltoall import ENGINE_ALLTOALL_ALGORITHMS, alltoall
+
+    if not isinstance(comm, Comm):
+        raise TypeError(f"comm must be a distlib.engines Comm, got {type(comm).__name__}")
+    count = check_int("count", count, minimum=0)
+    dtype = check_choice("dtype", dtype, DTYPES)
+    iters = check_int("iters", iters, minimum=1)
+    warmup = check_int("warmup", warmup, minimum=0)
+    min_sample = check_real("min_sample", min_sample, minimum=0)
+    algorithms = [check_choice("algorithms[i]", a, ENGINE_ALLTOALL_ALGORITHMS) for a in algorithms]
+    if not algorithms:
+        raise ValueError("algorithms must name at least one algorithm")
+    p, n_bytes = comm.size, count * np.dtype(dtype).itemsize
+    buf = comm.from_numpy(pattern(count, comm.rank, dtype))
+    doing = {name: f"alltoall ({name}) of {n_bytes} bytes" for name in algorithms}
+    wrong = dict.fromkeys(algorithms)
+    if check:
+        want = expected_alltoall(count, comm.rank, p, dtype)
+        for name in algorithms:
+            note(doing[name])
+            got = np.asarray(comm.to_numpy(alltoall(comm, buf, algorithm=name)))
+            wrong[name] = int(np.count_nonzero(got != want)) if got.shape == want.shape else len(want)
+    batch = {}
+    for name in algorithms:
+        note(doing[name])
+        for _ in range(warmup):
+            alltoall(comm, buf, algorithm=name)
+        comm.barrier()
+        comm.synchronize()
+        t0 = comm.wtime()
+        alltoall(comm, buf, algorithm=name)
+        comm.synchronize()
+        estimate = comm.wtime() - t0
+        batch[name] = int(comm.bcast_object(int(min(1000, max(1, math.ceil(min_sample / max(estimate, 1e-7)))))))
+    samples = np.empty((len(algorithms), iters))
+    for k in range(iters):
+        for j, name in enumerate(algorithms):
+            note(doing[name])
+            comm.barrier()
+            comm.synchronize()
+            t0 = comm.wtime()
+            for _ in range(batch[name]):
+                alltoall(comm, buf, algorithm=name)
+            comm.synchronize()
+            samples[j, k] = (comm.wtime() - t0) / batch[name]
+    slowest = comm.from_numpy(samples.ravel())
+    comm.allreduce(slowest, op="max")
+    samples = comm.to_numpy(slowest).astype(float).reshape(len(algorithms), iters)
+    return {name: AlltoallTiming(n_bytes, count, dtype, name, p, float(np.median(samples[j])), samples[j], batch[name],
+                                 wrong[name]) for j, name in enumerate(algorithms)}  # fmt: skip
