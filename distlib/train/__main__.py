@@ -79,6 +79,15 @@ def _parser() -> argparse.ArgumentParser:
                         help="with --overlap buckets: DDP and ZeRO-1's bucket size in MiB (default 25, as PyTorch DDP)")
     parser.add_argument("--prefetch-depth", type=int, default=None,
                         help="with --overlap prefetch: units gathered ahead, 1 to 4 (default 1)")
+    parser.add_argument("--checkpoint-dir", default=None,
+                        help="write a sharded checkpoint into this folder (one step-N folder each, complete or absent)")
+    parser.add_argument("--checkpoint-every", type=int, default=1,
+                        help="with --checkpoint-dir: steps between checkpoints (default 1)")
+    parser.add_argument("--resume", action="store_true",
+                        help="start from the newest complete checkpoint in --checkpoint-dir, written at any layout")
+    parser.add_argument("--kill-rank", type=int, default=None,
+                        help="with --kill-at-step: this rank SIGKILLs itself, as a failing node would (teaching)")
+    parser.add_argument("--kill-at-step", type=int, default=None, help="the step (1-based) during which it does")
     parser.add_argument("--json", action="store_true", help="print the result as one JSON object")
     return parser
 
@@ -88,7 +97,7 @@ def _table(result) -> str:
     pp = f" x pp {lay.pp}" if lay.is_pipeline else ""
     cp = f" x cp {lay.cp} ({lay.cp_kind})" if lay.cp > 1 else ""
     lines = [f"dp {lay.dp}{pp}{cp} x tp {lay.tp}, zero {lay.zero}, seed {result.seed}: {len(result.state_bytes)} ranks"]
-    lines += [f"step {i + 1}: loss {loss:.6f}, {sec * 1e3:.1f} ms (slowest rank)"
+    lines += [f"step {i + result.first_step}: loss {loss:.6f}, {sec * 1e3:.1f} ms (slowest rank)"
               for i, (loss, sec) in enumerate(zip(result.losses, result.step_seconds))]  # fmt: skip
     lines.append(f"param_checksum {result.param_checksum:.12g}")
     lines.append(f"state_bytes per rank {result.state_bytes}")
@@ -100,6 +109,16 @@ def _table(result) -> str:
                      + ", ".join(f"{w * 1e3:.1f}" for w in result.overlap_wait_seconds) + " ms per step (slowest rank)")
     lines += _link_lines(result)
     return "\n".join(lines)
+
+
+def _steps_words(ns) -> str:
+    """``10 steps``, or where a resumed run starts: ``steps 4 to 6, resumed from <folder>``."""
+    if not ns.resume:
+        return f"{ns.steps} steps"
+    from distlib.train.checkpoint import newest_checkpoint, read_meta
+
+    path = newest_checkpoint(ns.checkpoint_dir)
+    return f"steps {read_meta(path)['step'] + 1} to {ns.steps}, resumed from {path}"
 
 
 def _where_words(layout: Layout, nodes, link_gbit) -> str:
@@ -153,13 +172,15 @@ def main(argv=None) -> int:
     if degrees["microbatches"] is None:
         degrees["microbatches"] = ns.pp
     run = dict(steps=ns.steps, seed=ns.seed, engine=ns.engine, timeout=ns.timeout, ranks=ns.ranks, nodes=ns.nodes,
-               link_gbit=ns.link_gbit, overlap=ns.overlap, bucket_mb=ns.bucket_mb, prefetch_depth=ns.prefetch_depth)
+               link_gbit=ns.link_gbit, overlap=ns.overlap, bucket_mb=ns.bucket_mb, prefetch_depth=ns.prefetch_depth,
+               checkpoint_dir=ns.checkpoint_dir, checkpoint_every=ns.checkpoint_every, resume=ns.resume,
+               kill_rank=ns.kill_rank, kill_at_step=ns.kill_at_step)
     try:
         config = _config(ns)
         layout = check_run(**degrees, **run, config=config)
         hides = overlap_of(layout, ns.overlap, bucket_mb=ns.bucket_mb, prefetch_depth=ns.prefetch_depth)
         print(f"{PROG}: starting {layout.ranks} {_ENGINE_WORDS[ns.engine]} ranks ({layout.words()}"
-              f"{'' if not hides.kinds else ', ' + hides.words()}), {ns.steps} steps"
+              f"{'' if not hides.kinds else ', ' + hides.words()}), {_steps_words(ns)}"
               f"{_where_words(layout, ns.nodes, ns.link_gbit)}", file=sys.stderr, flush=True)
         result = train(layout, **run, config=config)
     except ValueError as exc:

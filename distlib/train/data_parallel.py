@@ -208,6 +208,41 @@ class _Layout:
         lo, hi = Shards([self.sizes[k]], self.p, self.comm.rank).ranges[0]
         return lo, self.params(k)[lo:hi]
 
+    # -- checkpoints (distlib.train.checkpoint): the state in the local flat vector's coordinates --------------
+
+    def state_ranges(self) -> list:
+        """The ranges ``(start, stop)`` of the local flat vector (this rank's units laid end to end) whose
+        parameters and Adam moments this rank writes to a checkpoint: together, over the data-parallel group,
+        each element once. The moments' ranges where the layout shards them; DDP's chunk of the vector."""
+        return self._moment_ranges()
+
+    def _moment_ranges(self) -> list:
+        """Where ``m`` and ``v`` sit in the local flat vector, in their order."""
+        return [(0, self.offsets[-1])]
+
+    def _weights_of(self, ranges):
+        return np.concatenate([self.weights[a:b] for a, b in ranges]) if ranges else np.zeros(0)
+
+    def state(self) -> tuple:
+        """``(ranges, weights, m, v)`` this rank writes: :meth:`state_ranges` and the values there, in order."""
+        ranges = self.state_ranges()
+        if ranges == self._moment_ranges():
+            return ranges, self._weights_of(ranges), self.m.copy(), self.v.copy()
+        # DDP: the moments are whole, like the parameters; this rank writes its chunk of each
+        cut = lambda arr: np.concatenate([arr[a:b] for a, b in ranges])  # noqa: E731
+        return ranges, cut(self.weights), cut(self.m), cut(self.v)
+
+    def load_state(self, weights, m, v) -> None:
+        """Take the parameters and moments of a checkpoint: ``weights``, ``m``, ``v`` whole over the local flat
+        vector (this rank's units, tensor-parallel part), each cut as the layout holds it."""
+        moments = self._moment_ranges()
+        self.m[...] = np.concatenate([m[a:b] for a, b in moments])
+        self.v[...] = np.concatenate([v[a:b] for a, b in moments])
+        self._load_weights(weights)
+
+    def _load_weights(self, weights) -> None:
+        self.weights[...] = weights
+
 
 class Replicated(_Layout):
     """``zero=0``: plain data parallelism (DDP), one all-reduce of the whole flat gradient; with buckets, one
@@ -224,6 +259,9 @@ class Replicated(_Layout):
             for b in self._unit_final(k):
                 self._in_flight[b] = self.thread.start(allreduce, self.bg_comm, self.grads[self._bucket_slice(b)],
                                                        what="allreduce (bucket)")  # fmt: skip
+
+    def state_ranges(self) -> list:
+        return [Shards([self.offsets[-1]], self.p, self.comm.rank).ranges[0]]  # every replica holds it all
 
     def update(self, step: int) -> None:
         if self.buckets:
@@ -253,6 +291,9 @@ class ShardedOptimizer(_Layout):
         self.m, self.v = np.zeros(self.chunk.size), np.zeros(self.chunk.size)
         ledger.hold("optimizer", self.m)
         ledger.hold("optimizer", self.v)
+
+    def _moment_ranges(self) -> list:
+        return [(start + lo, start + hi) for (start, _), (lo, hi) in zip(self.segments, self.chunk.ranges)]
 
     def grad_done(self, k: int) -> None:
         if self.buckets:
@@ -290,6 +331,9 @@ class ShardedGradients(_Layout):
         ledger.hold("optimizer", self.m)
         ledger.hold("optimizer", self.v)
         self._grad = None
+
+    def _moment_ranges(self) -> list:
+        return [(self.offsets[k] + lo, self.offsets[k] + hi) for k, (lo, hi) in enumerate(self.shards.ranges)]
 
     def grad_buffer(self, k: int):
         self._grad = np.empty(self.sizes[k])  # the whole unit's gradient, only until it is reduce-scattered
@@ -389,6 +433,15 @@ class ShardedParameters(_Layout):
         self._grad = np.empty(self.sizes[k])
         self.ledger.hold("grads", self._grad)
         return self._grad
+
+    _moment_ranges = ShardedGradients._moment_ranges
+
+    def _weights_of(self, ranges):
+        assert ranges == self._moment_ranges()  # the chunks it holds, in their order
+        return self.weight_chunks.copy()
+
+    def _load_weights(self, weights) -> None:
+        self.weight_chunks[...] = np.concatenate([weights[a:b] for a, b in self._moment_ranges()])
 
     _reduce_grad = ShardedGradients.grad_done  # ZeRO-2's: reduce-scatter the unit's gradient (in the background
     _settle = ShardedGradients._settle  # with buckets), keep this rank's chunk

@@ -90,7 +90,9 @@ def _flag_problems(degrees: dict, *, steps, seed, engine, timeout, most: int) ->
 
 def run_problem(layout: Layout | None = None, *, steps, seed, engine, timeout, ranks=None, nodes=None,
                 link_gbit=None, config: Config = Config(), max_ranks: int | None = None, overlap="none",
-                bucket_mb: float | None = None, prefetch_depth: int | None = None, **degrees) -> str | None:
+                bucket_mb: float | None = None, prefetch_depth: int | None = None, checkpoint_dir=None,
+                checkpoint_every: int = 1, resume: bool = False, kill_rank=None, kill_at_step=None,
+                **degrees) -> str | None:  # fmt: skip
     """The first flag of a run out of its range, as one line naming it and the range; ``None`` if all fit.
 
     Examples
@@ -119,7 +121,50 @@ def run_problem(layout: Layout | None = None, *, steps, seed, engine, timeout, r
     if lay.ranks > max_ranks:
         return f"{words} must be at most {max_ranks} ranks on this machine, got {lay.ranks}"
     problem = lay.problem(config) or _overlap_flags_problem(lay, overlap, bucket_mb, prefetch_depth)
+    problem = problem or _checkpoint_problem(lay, config, steps=steps, checkpoint_dir=checkpoint_dir,
+                                             checkpoint_every=checkpoint_every, resume=resume, kill_rank=kill_rank,
+                                             kill_at_step=kill_at_step)  # fmt: skip
     return problem or _placement_problem(lay, ranks=ranks, nodes=nodes, link_gbit=link_gbit, engine=engine)
+
+
+def _checkpoint_problem(lay: Layout, config: Config, *, steps, checkpoint_dir, checkpoint_every, resume, kill_rank,
+                        kill_at_step) -> str | None:  # fmt: skip
+    """``--checkpoint-dir``, ``--checkpoint-every``, ``--resume`` (the newest checkpoint there, checked whole:
+    the model's sizes, every shard's size and checksum, its step below ``--steps``), ``--kill-rank`` and
+    ``--kill-at-step``."""
+    from pathlib import Path
+
+    from .checkpoint import CheckpointError, check_config, check_files, newest_checkpoint, read_meta
+
+    problem = _range_problem("checkpoint-every", checkpoint_every, 1, MAX_STEPS)
+    if problem:
+        return problem
+    if checkpoint_dir is not None and Path(checkpoint_dir).exists() and not Path(checkpoint_dir).is_dir():
+        return f"--checkpoint-dir must be a folder (or not exist yet), got the file {checkpoint_dir}"
+    first = 1
+    if resume:
+        if checkpoint_dir is None:
+            return "--resume needs --checkpoint-dir, the folder to resume from"
+        path = newest_checkpoint(checkpoint_dir)
+        if path is None:
+            return f"--resume: no complete checkpoint in {checkpoint_dir}"
+        try:
+            meta = read_meta(path)
+            check_config(meta, config, path)
+            check_files(meta, path)
+        except CheckpointError as exc:
+            return f"--resume: {exc}"
+        if meta["step"] >= steps:
+            return f"--steps must be above the checkpoint's step {meta['step']} ({path}) to resume, got {steps}"
+        first = meta["step"] + 1
+    if (kill_rank is None) != (kill_at_step is None):
+        return "--kill-rank and --kill-at-step go together: the rank that kills itself, and during which step"
+    if kill_rank is not None:
+        problem = _range_problem("kill-rank", kill_rank, 0, lay.ranks - 1)
+        problem = problem or _range_problem("kill-at-step", kill_at_step, first, steps)
+        if problem:
+            return problem
+    return None
 
 
 def _overlap_flags_problem(lay: Layout, overlap, bucket_mb, prefetch_depth) -> str | None:
@@ -211,7 +256,8 @@ def _start(layout: Layout, args: list, engine: str, timeout: float, cluster=None
 def train(layout: Layout | None = None, *, steps: int = 10, seed: int = 0, engine: str = "mpi",
           timeout: float = 300.0, ranks: int | None = None, nodes: int | None = None,
           link_gbit: float | None = None, config: Config = Config(), overlap="none", bucket_mb: float | None = None,
-          prefetch_depth: int | None = None, **degrees) -> TrainResult:  # fmt: skip
+          prefetch_depth: int | None = None, checkpoint_dir=None, checkpoint_every: int = 1, resume: bool = False,
+          kill_rank: int | None = None, kill_at_step: int | None = None, **degrees) -> TrainResult:  # fmt: skip
     """Train the book's model with a layout on its ranks of ``engine``; the run's :class:`TrainResult`.
 
     Parameters
@@ -243,6 +289,13 @@ def train(layout: Layout | None = None, *, steps: int = 10, seed: int = 0, engin
         ``"all"`` (every kind the layout has) or a list of ``prefetch``, ``buckets``, ``tp``, ``pp``; DDP and
         ZeRO-1's bucket size in MiB (default 25, PyTorch DDP's); ZeRO-3's prefetch depth (default 1). The
         losses and parameters are the blocking run's.
+    checkpoint_dir, checkpoint_every, resume
+        Sharded checkpoints (:mod:`distlib.train.checkpoint`): one after every ``checkpoint_every`` steps into
+        ``checkpoint_dir``; with ``resume``, start from the newest complete one there, whatever layout wrote
+        it, and run the steps after it up to ``steps`` (``first_step`` says where it started).
+    kill_rank, kill_at_step
+        That rank ``SIGKILL`` s itself during that step: the run then fails, naming it
+        (:class:`distlib.engines.RunError`), as a node that dies would make it.
 
     Raises
     ------
@@ -253,8 +306,11 @@ def train(layout: Layout | None = None, *, steps: int = 10, seed: int = 0, engin
     """
     run = dict(steps=steps, seed=seed, engine=engine, timeout=timeout)
     hide = dict(overlap=overlap, bucket_mb=bucket_mb, prefetch_depth=prefetch_depth)
-    lay = check_run(layout, **run, ranks=ranks, nodes=nodes, link_gbit=link_gbit, config=config, **hide, **degrees)
+    saving = dict(checkpoint_dir=checkpoint_dir, checkpoint_every=checkpoint_every, resume=resume)
+    lay = check_run(layout, **run, ranks=ranks, nodes=nodes, link_gbit=link_gbit, config=config, **hide, **saving,
+                    kill_rank=kill_rank, kill_at_step=kill_at_step, **degrees)  # fmt: skip
     run["overlap"] = overlap_of(lay, **hide)
+    run.update(saving, kill_at=None if kill_rank is None else (kill_rank, kill_at_step))
     nodes = cluster_nodes(nodes, link_gbit)
     if nodes is None:
         return _train_here(lay, config=config, **run)
@@ -268,12 +324,21 @@ def train(layout: Layout | None = None, *, steps: int = 10, seed: int = 0, engin
     return dataclasses.replace(result, nodes=nodes, link_gbit=link_gbit, link_bytes=links)
 
 
-def _train_here(layout: Layout, *, steps, seed, engine, timeout, config, overlap=Overlap(),
-                cluster=None) -> TrainResult:  # fmt: skip
+def _train_here(layout: Layout, *, steps, seed, engine, timeout, config, overlap=Overlap(), checkpoint_dir=None,
+                checkpoint_every=1, resume=False, kill_at=None, cluster=None) -> TrainResult:  # fmt: skip
     """One run, checked already: on this machine, or across ``cluster``."""
+    import dataclasses
+
     from ..engines.report import read_all
 
-    args = run_argv(layout, steps=steps, seed=seed, engine=engine, config=config, overlap=overlap)
+    if checkpoint_dir is not None:  # the ranks may run elsewhere (a mini cluster's node): one absolute path
+        import os
+
+        checkpoint_dir = os.path.abspath(checkpoint_dir)
+    args = run_argv(layout, steps=steps, seed=seed, engine=engine, config=config, overlap=overlap,
+                    checkpoint_dir=checkpoint_dir, checkpoint_every=checkpoint_every, resume=resume,
+                    kill_at=kill_at)  # fmt: skip
     result = _start(layout, args, engine, timeout, cluster)
     reports = read_all(result, RankReport)
-    return TrainResult.from_ranks(reports, layout=layout, seed=seed, log=result.stderr[0], run_id=result.run_id)
+    out = TrainResult.from_ranks(reports, layout=layout, seed=seed, log=result.stderr[0], run_id=result.run_id)
+    return dataclasses.replace(out, checkpointing=checkpoint_dir is not None)

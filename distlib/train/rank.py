@@ -65,7 +65,8 @@ CONFIG_FLAGS = tuple(f.name for f in fields(Config))
 
 
 def run_argv(layout: Layout, *, steps: int, seed: int, engine: str, config: Config = Config(),
-             overlap: Overlap = Overlap()) -> list:  # fmt: skip
+             overlap: Overlap = Overlap(), checkpoint_dir=None, checkpoint_every: int = 1, resume: bool = False,
+             kill_at: tuple | None = None) -> list:  # fmt: skip
     """The flags a rank is started with: the layout's, the run's, and the model's sizes that differ from the book's.
 
     >>> run_argv(Layout(tp=2), steps=3, seed=0, engine="mpi")
@@ -75,8 +76,12 @@ def run_argv(layout: Layout, *, steps: int, seed: int, engine: str, config: Conf
     """
     sizes = [[f"--{f.name}", str(getattr(config, f.name))] for f in fields(Config)
              if getattr(config, f.name) != f.default]  # fmt: skip
+    saving = [] if checkpoint_dir is None else ["--checkpoint-dir", str(checkpoint_dir), "--checkpoint-every",
+                                                str(checkpoint_every)] + (["--resume"] if resume else [])
+    if kill_at is not None:
+        saving += ["--kill-rank", str(kill_at[0]), "--kill-at-step", str(kill_at[1])]
     return [*layout.argv(), "--steps", str(steps), "--seed", str(seed), "--engine", engine, *sum(sizes, []),
-            *overlap.argv()]
+            *overlap.argv(), *saving]
 
 
 def _checksum_part(layout, specs, tp_rank: int) -> float:
@@ -122,9 +127,10 @@ class _Threads:
 
 
 def _build(comm, lay: Layout, config: Config, seed: int, adam: Adam, cp_options: dict,
-           overlap: Overlap = Overlap()) -> tuple:  # fmt: skip
+           overlap: Overlap = Overlap(), start=None) -> tuple:  # fmt: skip
     """This rank's parts: its counted world, place, groups, data-parallel layout, stage and op order, and the
-    background threads of its overlap."""
+    background threads of its overlap; from the checkpoint ``start`` (:class:`~distlib.train.checkpoint.Checkpoint`,
+    read whole) instead of freshly drawn parameters when given."""
     counted = CountingComm(comm)
     at, groups = lay.coords(comm.rank), lay.groups(comm.rank)
     data_comm, pp_comm, tp_comm, cp_comm = (SubComm(counted, list(g)) for g in (groups.replicas, groups.pp,
@@ -132,13 +138,17 @@ def _build(comm, lay: Layout, config: Config, seed: int, adam: Adam, cp_options:
     threads = _Threads(comm, overlap, groups)
     chunks = stage_units(at.pp, config.layers, lay.pp, lay.chunks)
     mine = [u for units in chunks for u in units]
-    full, specs, every = unit_specs(config), unit_specs(config, lay.tp), init_units(config, seed)
+    full, specs = unit_specs(config), unit_specs(config, lay.tp)
+    every = init_units(config, seed) if start is None else start.weights
     ledger = Ledger()
     hides = dict(buckets="buckets" in overlap, bucket_bytes=overlap.bucket_bytes,
                  prefetch=overlap.prefetch_depth if "prefetch" in overlap else 0, microbatches=lay.microbatches,
                  background=threads.channel("data", groups.replicas))  # fmt: skip
     layout = make_layout(lay.zero, [specs[u] for u in mine], [shard_unit(full[u], every[u], at.tp, lay.tp) for u in mine],
                          data_comm, adam=adam, ledger=ledger, **hides)  # fmt: skip
+    if start is not None:  # resharding on load: this layout's cut of the whole units, moments included
+        local = lambda whole: np.concatenate([shard_unit(full[u], whole[u], at.tp, lay.tp) for u in mine])  # noqa: E731
+        layout.load_state(local(start.weights), local(start.m), local(start.v))
     reduce, sp = tensor_parallel(tp_comm, sequence_parallel=lay.sequence_parallel,
                                  background=threads.channel("tp", groups.tp) if "tp" in overlap else None)
     cp = context_parallel(cp_comm, kind=lay.cp_kind, seq=config.seq, **cp_options)
@@ -146,7 +156,7 @@ def _build(comm, lay: Layout, config: Config, seed: int, adam: Adam, cp_options:
                   layout=layout, chunk_units=chunks, pp_comm=pp_comm, reduce=reduce, ledger=ledger, sp=sp,
                   cp=cp, receiver=threads.receiver)  # fmt: skip
     ops = stage_ops(lay.schedule, lay.pp, lay.microbatches, at.pp, chunks=lay.chunks)
-    return counted, at, (data_comm, pp_comm), stage, ops, ledger, threads
+    return counted, at, (data_comm, pp_comm), stage, ops, ledger, threads, mine
 
 
 def _flush(stage: Stage, mb_losses, step: int, pp_comm, data_comm) -> float:
@@ -170,7 +180,8 @@ def _record(times: dict, clock, seconds: float) -> None:
 
 def train_rank(comm, layout: Layout, *, steps: int, seed: int, config: Config = Config(), adam: Adam = Adam(),
                say=None, cp_overlap: bool = True, cp_split: str = "zigzag",
-               overlap: Overlap = Overlap()) -> RankReport:  # fmt: skip
+               overlap: Overlap = Overlap(), checkpoint_dir=None, checkpoint_every: int = 1, resume: bool = False,
+               kill_at: tuple | None = None) -> RankReport:  # fmt: skip
     """Train on this rank of ``comm`` with ``layout`` for ``steps`` steps; this rank's report.
 
     Every rank of ``comm`` calls it with the same arguments (SPMD).
@@ -194,6 +205,13 @@ def train_rank(comm, layout: Layout, *, steps: int, seed: int, config: Config = 
     overlap : Overlap
         Which communication runs under computation (:mod:`distlib.train.overlap`; checked against the layout
         by the launching side); the same numbers as without.
+    checkpoint_dir, checkpoint_every, resume
+        Write a sharded checkpoint (:mod:`distlib.train.checkpoint`) into ``checkpoint_dir`` after every
+        ``checkpoint_every`` steps; with ``resume``, start from the newest complete one there, written at any
+        layout, and run the steps after it up to ``steps``.
+    kill_at : (rank, step), optional
+        That rank ``SIGKILL`` s itself during that step (1-based), after its forward and backward passes and
+        before the update: a failure made on purpose (real processes only, not threads).
 
     Returns
     -------
@@ -225,23 +243,34 @@ def train_rank(comm, layout: Layout, *, steps: int, seed: int, config: Config = 
                          f"({comm.size})")
     layout.check(config)
     options = dict(overlap=cp_overlap, split=cp_split)
-    counted, at, (data_comm, pp_comm), stage, ops, ledger, threads = _build(comm, layout, config, seed, adam, options,
-                                                                            overlap)  # fmt: skip
+    resumed = _resume_from(checkpoint_dir, config) if resume else None
+    first = 1 if resumed is None else resumed.step + 1
+    if kill_at is not None and comm.engine == "threads":
+        raise ValueError("kill_at kills a rank's process: it needs real ranks (mpi or gloo), not threads")
+    built = _build(comm, layout, config, seed, adam, options, overlap, resumed)
+    counted, at, (data_comm, pp_comm), stage, ops, ledger, threads, mine = built
     times = {name: [] for name in ("step", "busy", "idle", "flush", "forward", "backward", "waited", "units")}
     losses, ran_first = [], None
-    for step in range(1, steps + 1):
+    for step in range(first, steps + 1):
         start, waited = time.perf_counter(), threads.waited
         batch = local_batch(*global_batch(seed, step - 1, batch=config.batch, seq=config.seq, vocab=config.vocab),
                             at.dp, layout.dp)  # fmt: skip
         if stage.cp is not None:  # this rank's positions of every sequence
             batch = tuple(stage.cp.local(part) for part in batch)
         mb_losses, clock, ran = stage.step(ops, split_microbatches(*batch, layout.microbatches))
+        if kill_at is not None and kill_at == (comm.rank, step):
+            _kill_self(step)
         times["flush"].append(time.perf_counter() - start)
         ran_first = ran_first or ran
         losses.append(_flush(stage, mb_losses, step, pp_comm, data_comm))
         _record(times, clock, time.perf_counter() - start)
         times["waited"].append(threads.waited - waited)
         times["units"].append(stage.unit_seconds)
+        if checkpoint_dir is not None and step % checkpoint_every == 0:
+            from .checkpoint import save_checkpoint
+
+            save_checkpoint(comm, checkpoint_dir, step, layout=stage.layout, units=mine, config=config, seed=seed,
+                            adam=adam, run_layout=layout, tp_rank=at.tp)  # fmt: skip
         if say is not None:
             say(f"step {step}/{steps}  loss {losses[-1]:.6f}  {times['step'][-1] * 1e3:.1f} ms")
     threads.close()
@@ -258,11 +287,35 @@ def train_rank(comm, layout: Layout, *, steps: int, seed: int, config: Config = 
                       attention_seconds=stage.cp.seconds if stage.cp else 0.0,
                       attention_wait_seconds=stage.cp.wait_seconds if stage.cp else 0.0,
                       overlap_wait_seconds=times["waited"], overlap=list(overlap.kinds),
-                      unit_seconds=np.mean(times["units"][1:] or times["units"], axis=0).tolist())  # fmt: skip
+                      unit_seconds=np.mean(times["units"][1:] or times["units"], axis=0).tolist()
+                      if times["units"] else [], first_step=first)  # fmt: skip
+
+
+def _resume_from(directory, config):
+    """The newest complete checkpoint in ``directory``, read whole (every rank reads it; ``CheckpointError`` if
+    there is none or it does not fit)."""
+    from .checkpoint import CheckpointError, newest_checkpoint, read_checkpoint
+
+    if directory is None:
+        raise ValueError("resume needs a checkpoint directory")
+    path = newest_checkpoint(directory)
+    if path is None:
+        raise CheckpointError(f"--resume: no complete checkpoint in {directory}")
+    return read_checkpoint(path, config)
+
+
+def _kill_self(step: int) -> None:
+    """End this process as a crashed node would: ``SIGKILL``, no clean-up, no last words but one line."""
+    import os
+    import signal
+
+    print(f"rank killing itself with SIGKILL during step {step} (--kill-rank/--kill-at-step)", file=sys.stderr,
+          flush=True)  # fmt: skip
+    os.kill(os.getpid(), signal.SIGKILL)
 
 
 def _parse(argv) -> tuple:
-    """``(layout, steps, seed, engine, config, cp_overlap, overlap)`` from a rank's flags (checked by the launching side
+    """``(layout, steps, seed, engine, config, cp_overlap, overlap, checkpointing)`` from a rank's flags (checked by the launching side
     already)."""
     parser = argparse.ArgumentParser(prog="python -m distlib.train.rank")
     Layout.add_arguments(parser)
@@ -274,20 +327,27 @@ def _parse(argv) -> tuple:
     parser.add_argument("--overlap", default="")
     parser.add_argument("--bucket-mb", type=float, default=DEFAULT_BUCKET_MB)
     parser.add_argument("--prefetch-depth", type=int, default=1)
+    parser.add_argument("--checkpoint-dir", default=None)
+    parser.add_argument("--checkpoint-every", type=int, default=1)
+    parser.add_argument("--resume", action="store_true")
+    parser.add_argument("--kill-rank", type=int, default=None)
+    parser.add_argument("--kill-at-step", type=int, default=None)
     for f in fields(Config):
         parser.add_argument(f"--{f.name}", dest=f"config_{f.name}", type=int, default=f.default)
     ns = parser.parse_args(argv)
     config = Config(**{f.name: getattr(ns, f"config_{f.name}") for f in fields(Config)})
     overlap = Overlap(tuple(k for k in ns.overlap.split(",") if k), bucket_mb=ns.bucket_mb,
                       prefetch_depth=ns.prefetch_depth)  # fmt: skip
-    return Layout.from_namespace(ns), ns.steps, ns.seed, ns.engine, config, not ns.cp_blocking, overlap
+    saving = dict(checkpoint_dir=ns.checkpoint_dir, checkpoint_every=ns.checkpoint_every, resume=ns.resume,
+                  kill_at=None if ns.kill_rank is None else (ns.kill_rank, ns.kill_at_step))  # fmt: skip
+    return Layout.from_namespace(ns), ns.steps, ns.seed, ns.engine, config, not ns.cp_blocking, overlap, saving
 
 
 def main(argv=None) -> None:
     """Entry point of one rank, MPI's (``python -m mpi4py -m distlib.train.rank``) or gloo's (``--engine gloo``)."""
     from ..engines.report import emit
 
-    layout, steps, seed, engine, config, cp_overlap, overlap = _parse(sys.argv[1:] if argv is None else argv)
+    layout, steps, seed, engine, config, cp_overlap, overlap, saving = _parse(sys.argv[1:] if argv is None else argv)
     if engine == "gloo":
         from ..engines.torch_numpy import numpy_world
 
@@ -298,7 +358,7 @@ def main(argv=None) -> None:
         comm = world()
     say = (lambda text: print(text, file=sys.stderr, flush=True)) if comm.rank == 0 else None
     emit(train_rank(comm, layout, steps=steps, seed=seed, config=config, say=say, cp_overlap=cp_overlap,
-                    overlap=overlap))
+                    overlap=overlap, **saving))
 
 
 if __name__ == "__main__":

@@ -85,6 +85,7 @@ class RankReport:
     overlap_wait_seconds: list[float] = field(default_factory=list)
     overlap: list[str] = field(default_factory=list)
     unit_seconds: list = field(default_factory=list)
+    first_step: int = 1
 
 
 def _mean(values) -> float:
@@ -155,6 +156,11 @@ class TrainResult:
     predicted_idle_seconds: list[float] | None = None
     overlap: tuple = ()
     """What ran under computation (``--overlap``, :mod:`distlib.train.overlap`); empty: nothing."""
+    first_step: int = 1
+    """The first step this run executed (1-based): 1, or the step after the checkpoint it resumed from;
+    ``losses`` and ``step_seconds`` hold the steps from it on."""
+    checkpointing: bool = False
+    """Whether the run wrote or read checkpoints (then its JSON has ``first_step``)."""
     overlap_wait_seconds: list[float] | None = None
     """With ``overlap``: per step, the most seconds a rank waited for the collectives it had started in the
     background (what computation did not hide; the pipeline's posted receives count as idle time instead)."""
@@ -169,6 +175,7 @@ class TrainResult:
         if reports[0].overlap:
             stages.update(overlap=tuple(reports[0].overlap), overlap_wait_seconds=[
                 max(r.overlap_wait_seconds[i] for r in reports) for i in range(len(seconds))])
+        stages["first_step"] = reports[0].first_step
         return cls(layout=layout, seed=seed, losses=list(reports[0].losses),
                    param_checksum=math.fsum(r.checksum_part for r in reports),
                    state_bytes=[r.state_bytes for r in reports], comm_bytes=[r.comm_bytes for r in reports],
@@ -182,6 +189,8 @@ class TrainResult:
         data = {name: getattr(self, name) for name in JSON_FIELDS + EVERY_RUN_FIELDS}
         if self.layout.is_pipeline:
             data.update({name: getattr(self, name) for name in PIPELINE_FIELDS})
+        if self.checkpointing or self.first_step != 1:
+            data["first_step"] = self.first_step
         if self.overlap:
             data.update(overlap=list(self.overlap), overlap_wait_seconds=self.overlap_wait_seconds)
         if self.nodes is not None:  # --nodes: where the ranks ran, and what crossed the links
