@@ -31,6 +31,7 @@ from .measure import Measurement, measure_matmul_flops, measure_memory_bandwidth
 # chapter 4: topologies
 from .topology import (TOPOLOGY_KINDS, H100_NVLINK_BANDWIDTH, NDR_NIC_BANDWIDTH, Topology, Metrics, Bisection,
                        RingLoads, topology, topology_closed_form, ring_order, crossing_ring_order, ring_link_loads)
+from .topology import AlltoallOnTopology, alltoall_on_topology  # chapters 4 and 15: the all-to-all meets the bisection
 
 # chapter 5: the alpha-beta model of collectives
 from .collectives import (COLLECTIVES, ALGORITHMS, ALLREDUCE_ALGORITHMS, TWO_LEVEL_ALGORITHMS, p2p_time,
@@ -140,6 +141,7 @@ __all__ = [
     # topology
     "TOPOLOGY_KINDS", "H100_NVLINK_BANDWIDTH", "NDR_NIC_BANDWIDTH", "Topology", "Metrics", "Bisection", "RingLoads",
     "topology", "topology_closed_form", "ring_order", "crossing_ring_order", "ring_link_loads",
+    "AlltoallOnTopology", "alltoall_on_topology",
     # collectives
     "COLLECTIVES", "ALGORITHMS", "ALLREDUCE_ALGORITHMS", "TWO_LEVEL_ALGORITHMS", "p2p_time", "cost_coefficients",
     "collective_time", "bandwidth_lower_bound", "fastest_algorithm", "crossover_size", "Regime", "regime",

@@ -52,7 +52,10 @@ its own, and everything is re-exported here:
 * :mod:`distlib.topology.formulas`: :class:`Metrics` and
   :func:`topology_closed_form`;
 * :mod:`distlib.topology.ring`: a ring on the network (:func:`ring_order`,
-  :func:`crossing_ring_order`, :func:`ring_link_loads`, :class:`RingLoads`).
+  :func:`crossing_ring_order`, :func:`ring_link_loads`, :class:`RingLoads`);
+* :mod:`distlib.topology.alltoall`: the all-to-all's bandwidth-bound time
+  from the bisection, beside the ring all-reduce's
+  (:func:`alltoall_on_topology`, :class:`AlltoallOnTopology`).
 """
 
 from __future__ import annotations
@@ -62,6 +65,7 @@ from .formulas import Metrics, topology_closed_form
 from .graphs import H100_NVLINK_BANDWIDTH, NDR_NIC_BANDWIDTH, TOPOLOGY_KINDS
 from .network import Topology, topology
 from .ring import RingLoads, crossing_ring_order, ring_link_loads, ring_order
+from .alltoall import AlltoallOnTopology, alltoall_on_topology
 
 __all__ = [
     "TOPOLOGY_KINDS",
@@ -76,4 +80,6 @@ __all__ = [
     "ring_order",
     "ring_link_loads",
     "crossing_ring_order",
+    "AlltoallOnTopology",
+    "alltoall_on_topology",
 ]
