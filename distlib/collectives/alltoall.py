@@ -24,7 +24,7 @@ Pairwise exchange
 
     MPICH's long-message all-to-all (Thakur, Rabenseifner and Gropp,
     "Optimization of collective communication operations in MPICH", IJHPCA
-    19(1), 2005, section 4.2; its partners are ``r XOR k`` when ``p`` is a
+    19(1), 2005, its section on all-to-all; its partners are ``r XOR k`` when ``p`` is a
     power of two, which costs the same).
 
 Bruck's algorithm
@@ -48,7 +48,7 @@ Bruck's algorithm
         T = L alpha + S(p)/p n_bytes / bandwidth
 
     For ``p`` a power of two ``c_k = p/2`` and ``S(p) = (p/2) log2 p``: the
-    ``lg p alpha + (n/2) lg p beta`` of Thakur et al. (2005, section 4.2). For
+    ``lg p alpha + (n/2) lg p beta`` of Thakur et al. (2005). For
     other ``p`` the rounds carry fewer blocks than ``p/2`` and that formula
     over-counts: ``S(5) = 5`` blocks, not ``(5/2) * 3``.
 

@@ -25,15 +25,15 @@ other half is ``ceil(P/2)/(P - 1)``, a little over half: "half of all
 traffic crosses the bisection" under uniform traffic. Any balanced cut gives
 a valid bound; the minimum bisection (:meth:`Topology.bisection
 <distlib.topology.Topology.bisection>`) the tightest. The argument is the
-bisection bound of Leighton, *Introduction to Parallel Algorithms and
-Architectures* (Morgan Kaufmann, 1992), section 1.2, and of Dally and Towles,
-*Principles and Practices of Interconnection Networks* (Morgan Kaufmann,
-2004), section 3.3.1, for uniform traffic.
+bisection bound for uniform traffic of Dally and Towles, *Principles and
+Practices of Interconnection Networks* (Morgan Kaufmann, 2004), chapter 3
+(throughput and channel load).
 
 On a ``k x k`` torus (``P = k**2``, bisection ``2k`` links) that is ``k n /
 (8 bandwidth)``, growing with ``k``, while the ring all-reduce stays near
-``2 n / bandwidth``: past ``k = 16`` the all-to-all of a buffer is slower
-than an all-reduce of the same buffer, though it moves half the bytes.
+``2 n / bandwidth``: from ``k = 16`` on, the all-to-all of a buffer is
+slower than the all-reduce of the same buffer, though each rank sends half
+the bytes.
 """
 
 from __future__ import annotations
