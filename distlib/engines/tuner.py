@@ -5,7 +5,8 @@ cost model with a latency and a bandwidth per algorithm, tuned for the
 hardware it finds. This module does the same, in the open:
 
 1. **Calibrate** (once per engine, ``p`` and machine): time each of the
-   book's all-reduce algorithms at a few sizes, and fit ``alpha`` (seconds
+   book's all-reduce algorithms at every power of two from 8 B to 32 MiB
+   (:data:`CALIBRATION_BYTES`), and fit ``alpha`` (seconds
    per message) and ``bandwidth`` (bytes/s) to the times with
    :func:`distlib.fit_alpha_beta`, using that algorithm's own formula.
 2. **Predict and pick**: for a buffer of ``n_bytes``, compute each
@@ -55,10 +56,12 @@ from .comm import Comm
 __all__ = ["Calibration", "calibrate", "choose_algorithm", "set_calibration", "cache_path", "CALIBRATION_BYTES",
            "CANDIDATES", "BUILTIN_MARGIN"]
 
-CALIBRATION_BYTES = (8, 1024, 16 * 1024, 128 * 1024, 1024**2, 4 * 1024**2, 16 * 1024**2, 32 * 1024**2)
-"""Buffer sizes (bytes per rank) timed by :func:`calibrate`: tiny to tens of MiB. MPICH's built-in slows
-to a third between 16 and 32 MiB on 2 ranks (glibc maps its scratch afresh on every call from 32 MiB), which
-a fit that stopped at 4 MiB never saw."""
+CALIBRATION_BYTES = tuple(2**k for k in range(3, 26))
+"""Buffer sizes (bytes per rank) timed by :func:`calibrate`: every power of two from 8 B to 32 MiB. The
+engines change protocol at powers of two (MPICH: its short all-reduce up to 2 KiB, single-copy messages
+from 16 KiB, scratch mapped afresh on every call from 32 MiB, where its built-in slows to a third on 2
+ranks), and a choice interpolated across such a step can be wrong by a third. The small sizes cost little:
+the whole calibration took 3-4 s on 2 ranks of a busy 2-core machine."""
 
 CANDIDATES = ALLREDUCE_ALGORITHMS + ("builtin",)
 """What ``algorithm="auto"`` chooses among: the book's all-reduce algorithms and the engine's own."""
@@ -106,7 +109,9 @@ class Calibration:
     n_bytes : list of int
         The sizes timed.
     seconds : dict
-        Algorithm -> measured median time at each size.
+        Algorithm -> measured time at each size: the median of its ratio to
+        the last candidate's time (the built-in's where there is one), sample
+        by sample, times that one's median.
     alpha : dict
         Algorithm -> fitted latency per message (s).
     bandwidth : dict
@@ -306,7 +311,7 @@ def calibrate(
     ]
     seconds, alpha, bandwidth = {}, {}, {}
     for algorithm in candidates:
-        secs = [t[algorithm].seconds for t in timings]
+        secs = [_paired_seconds(t, algorithm, candidates[-1]) for t in timings]
         seconds[algorithm] = secs
         a, bw = fit_alpha_beta(np.asarray(real_bytes, float), np.asarray(secs), collective="allreduce", p=comm.size,
                                algorithm=_MODEL.get(algorithm, algorithm))  # fmt: skip
@@ -316,6 +321,20 @@ def calibrate(
     if cache and comm.rank == 0:
         _save(key, cal)
     return cal
+
+
+def _paired_seconds(timings: dict, algorithm: str, reference: str) -> float:
+    """``algorithm``'s time at one size, as the median of its ratios to ``reference`` sample by sample.
+
+    Sample ``k`` ran every candidate back to back, so a busy moment on a
+    shared machine slows the whole sample; the ratio within a sample cancels
+    it, where a ratio of two medians (each from other samples) would not.
+    Scaled by the reference's median, so it still reads as seconds.
+    """
+    mine, ref = np.asarray(timings[algorithm].samples, float), np.asarray(timings[reference].samples, float)
+    if algorithm == reference or not (np.all(ref > 0) and len(mine) == len(ref)):
+        return float(timings[algorithm].seconds)
+    return float(np.median(mine / ref) * timings[reference].seconds)
 
 
 def _has_builtin(comm) -> bool:
