@@ -78,6 +78,17 @@ laptop); stages may take unequal times (``forward_time`` and
 >>> pipeline_schedule("1f1b", 4, 8, forward_time=1.0, backward_time=2.0, cores=2).iteration_time   # >= 96 s of work / 2
 52.0
 
+A message starts to move only once its receive is posted: ``posted=None``
+(the default) as soon as it is sent, a receive posted long before;
+``posted=0`` as the op that needs it starts (the trainer's blocking
+receives: the transfer is all waited for); ``posted=1`` one op ahead, as
+the op before it starts (the trainer's ``--overlap pp``: the transfer runs
+under that op). Messages of half a forward between two stages:
+
+>>> [pipeline_schedule("1f1b", 2, 4, forward_time=1.0, backward_time=2.0, message_time=0.5,
+...                    posted=k).iteration_time for k in (0, 1, None)]
+[17.5, 17.0, 17.0]
+
 Why not chapter 8's :class:`distlib.overlap.schedule.Event`: it names a layer
 or a message on one rank's compute and communication rows, and has no stage,
 microbatch or chunk; a pipeline op needs all three, so it is a
@@ -452,12 +463,7 @@ def pipeline_schedule(kind, stages, microbatches, *, forward_time, backward_time
         Models stages that share a machine's cores, as the book's trainer's
         do on a laptop.
     posted : int, optional
-        When a stage posts the receive of an op's input, and so when the
-        message can start to move: ``None`` (default) as soon as it is sent
-        (a receive posted long before); ``0`` as the op itself starts (the
-        trainer's blocking receives: the transfer is all waited for); ``1``
-        one op ahead, as the previous op starts (the trainer's ``--overlap
-        pp``: the transfer runs under that op).
+        How many ops ahead each receive is posted (``None``: long before); the module's docstring.
 
     ``forward_time`` and ``backward_time`` may also be sequences, one time
     per stage, for stages of unequal work.
@@ -492,29 +498,30 @@ def pipeline_schedule(kind, stages, microbatches, *, forward_time, backward_time
     >>> r = pipeline_schedule("interleaved", 4, 8, forward_time=1.0, backward_time=2.0, chunks=2)
     >>> r.iteration_time, r.bubble_time, r.bubble_ratio, r.peak_in_flight
     (28.5, 4.5, 0.1875, (5.5, 4.5, 3.5, 2.5))
-
-    Messages of half a forward between 2 stages: a receive posted as its op starts waits out a transfer that
-    one posted an op ahead, or long before, hides:
-
-    >>> [pipeline_schedule("1f1b", 2, 4, forward_time=1.0, backward_time=2.0, message_time=0.5,
-    ...                    posted=k).iteration_time for k in (0, 1, None)]
-    [17.5, 17.0, 17.0]
     """
     kind = check_choice("kind", kind, SIMULATED_SCHEDULES)
     p = check_int("stages", stages, minimum=1)
     m = check_int("microbatches", microbatches, minimum=1)
     tf, tb, tw, v = _checked_times(kind, p, m, forward_time, backward_time, chunks, weight_time)
-    message_time = check_real("message_time", message_time, minimum=0)
-    cores = None if cores is None else check_int("cores", cores, minimum=1)
-    posted = None if posted is None else check_int("posted", posted, minimum=0)
+    message_time, cores, posted = _checked_messages(message_time, cores, posted)
     durations = {FORWARD: [t / v for t in tf], BACKWARD: [(b - w) / v for b, w in zip(tb, tw)], WEIGHT: tw}
     orders = [_stage_order(kind, p, m, v, s) for s in range(p)]
     events = _simulate(orders, p, v, durations, message_time=message_time, cores=cores, posted=posted)
-    one = (lambda t: t[0] if len(set(t)) == 1 else t)  # a float when every stage takes as long
-    return PipelineSchedule(kind=kind, stages=p, microbatches=m, chunks=v, forward_time=one(tf),
-                            backward_time=one(tb), events=tuple(events),
-                            peak_chunks_in_flight=tuple(_peak_held(o) for o in orders), weight_time=one(tw),
+    return PipelineSchedule(kind=kind, stages=p, microbatches=m, chunks=v, forward_time=_one(tf),
+                            backward_time=_one(tb), events=tuple(events),
+                            peak_chunks_in_flight=tuple(_peak_held(o) for o in orders), weight_time=_one(tw),
                             message_time=message_time, cores=cores)
+
+
+def _one(times):
+    """A float when every stage takes as long, else the per-stage times."""
+    return times[0] if len(set(times)) == 1 else times
+
+
+def _checked_messages(message_time, cores, posted) -> tuple:
+    message_time = check_real("message_time", message_time, minimum=0)
+    cores = None if cores is None else check_int("cores", cores, minimum=1)
+    return message_time, cores, None if posted is None else check_int("posted", posted, minimum=0)
 
 
 def _checked_times(kind, p, m, forward_time, backward_time, chunks, weight_time) -> tuple:

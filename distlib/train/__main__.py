@@ -83,6 +83,9 @@ def _parser() -> argparse.ArgumentParser:
                         help="write a sharded checkpoint into this folder (one step-N folder each, complete or absent)")
     parser.add_argument("--checkpoint-every", type=int, default=1,
                         help="with --checkpoint-dir: steps between checkpoints (default 1)")
+    parser.add_argument("--checkpoint-async", action="store_true",
+                        help="with --checkpoint-dir: each rank copies its state and a thread writes it while the next "
+                             "steps run")
     parser.add_argument("--resume", action="store_true",
                         help="start from the newest complete checkpoint in --checkpoint-dir, written at any layout")
     parser.add_argument("--kill-rank", type=int, default=None,
@@ -174,6 +177,7 @@ def main(argv=None) -> int:
     run = dict(steps=ns.steps, seed=ns.seed, engine=ns.engine, timeout=ns.timeout, ranks=ns.ranks, nodes=ns.nodes,
                link_gbit=ns.link_gbit, overlap=ns.overlap, bucket_mb=ns.bucket_mb, prefetch_depth=ns.prefetch_depth,
                checkpoint_dir=ns.checkpoint_dir, checkpoint_every=ns.checkpoint_every, resume=ns.resume,
+               checkpoint_async=ns.checkpoint_async,
                kill_rank=ns.kill_rank, kill_at_step=ns.kill_at_step)
     try:
         config = _config(ns)

@@ -3,16 +3,20 @@
 A checkpoint of step ``N`` is a folder ``step-0000N`` in the run's
 checkpoint directory:
 
-* one file per rank, ``rank-00003.npz``: the pieces of the model state the
+* one file per rank, ``rank-00003.bin``: the pieces of the model state the
   rank answers for (:meth:`distlib.train.data_parallel._Layout.state`: its
   chunk of the parameters and of Adam's two moments, where its ZeRO stage
   shards them; DDP's replicas each write a chunk of what they all hold),
-  each element named by its place in the *whole* model (``unit``: the
-  model's unit, ``index``: the position in that unit's flat vector before
-  tensor parallelism cut it), so that no layout is needed to read it;
+  each range named by the whole model (the unit, the tensor-parallel rank
+  and degree that cut it, the range in that cut: :func:`full_index` turns
+  it into places in the whole unit), so that reading needs no layout. The
+  file is the arrays' bytes end to end (``pieces`` as int64 rows of five,
+  then ``w``, ``m`` and ``v`` as float64), hashed as they are written: a
+  write the operating system does while Python's lock is free, which a
+  background writer needs (:class:`AsyncSaver`);
 * ``meta.json``: the format, the step, the seed, the layout that wrote it
   (its flags and words), the model's config, Adam's hyper-parameters, and
-  each rank file's bytes and SHA-256.
+  each rank file's bytes, SHA-256 and counts (pieces and values).
 
 Complete or absent: the ranks write into a folder of their own,
 ``.partial-step-0000N-<id>``, rank 0 writes ``meta.json`` there once every
@@ -50,7 +54,7 @@ import numpy as np
 from .model import Config, shard_unit, unit_specs
 
 __all__ = ["FORMAT", "CheckpointError", "Checkpoint", "step_name", "list_checkpoints", "newest_checkpoint",
-           "read_meta", "read_checkpoint", "save_checkpoint", "full_index"]
+           "read_meta", "read_checkpoint", "save_checkpoint", "AsyncSaver", "full_index"]
 
 FORMAT = "distlib.train.checkpoint/1"
 _STEP = re.compile(r"^step-(\d{6,})$")
@@ -123,22 +127,68 @@ def _sha256(path: Path) -> str:
 
 
 def _pieces(layout, units: list, config: Config, tp_rank: int, tp: int) -> dict:
-    """This rank's state as arrays named by the whole model: ``unit``, ``index``, ``w``, ``m``, ``v``."""
+    """This rank's state, each range named by the whole model: ``pieces`` (one row per range: the model's
+    unit, the tensor-parallel rank and degree that cut it, the range's start and stop in that cut) and ``w``,
+    ``m``, ``v`` (the values of every range, end to end)."""
     ranges, w, m, v = layout.state()
-    maps = [full_index(config, u, tp_rank, tp) for u in units]
-    unit_ids, index = [], []
-    offsets = layout.offsets
+    offsets, rows = layout.offsets, []
     for a, b in ranges:
         k = 0
         while a < b:  # a range may span units (ZeRO-1's flat chunk)
             while offsets[k + 1] <= a:
                 k += 1
             stop = min(b, offsets[k + 1])
-            unit_ids.append(np.full(stop - a, units[k], dtype=np.int32))
-            index.append(maps[k][a - offsets[k] : stop - offsets[k]])
+            rows.append((units[k], tp_rank, tp, a - offsets[k], stop - offsets[k]))
             a = stop
-    cat = lambda parts, dtype: np.concatenate(parts) if parts else np.zeros(0, dtype)  # noqa: E731
-    return {"unit": cat(unit_ids, np.int32), "index": cat(index, np.int64), "w": w, "m": m, "v": v}
+    pieces = np.array(rows, dtype=np.int64).reshape(-1, 5)
+    return {"pieces": pieces, "w": np.asarray(w), "m": np.asarray(m), "v": np.asarray(v)}
+
+
+def _meta(step, seed, ranks, run_layout, config, adam, files) -> dict:
+    return {"format": FORMAT, "step": int(step), "seed": int(seed), "ranks": int(ranks),
+            "layout": {"argv": run_layout.argv(), "words": run_layout.words()},
+            "config": dataclasses.asdict(config), "adam": dataclasses.asdict(adam), "files": files}  # fmt: skip
+
+
+def _commit(partial: Path, final: Path, meta: dict) -> None:
+    """Write ``meta.json`` into the finished ``partial`` folder and rename it ``final`` (an existing ``final``
+    is kept, and the partial folder removed)."""
+    with open(partial / "meta.json", "w") as f:
+        json.dump(meta, f, indent=1)
+        f.flush()
+        os.fsync(f.fileno())
+    if final.exists():  # the same step written before (a resumed run passes it again): keep the first
+        shutil.rmtree(partial)
+    else:
+        os.rename(partial, final)
+
+
+def _write_shard(partial: Path, rank: int, pieces: dict) -> dict:
+    """This rank's file in the partial folder, hashed as written; ``{"file", "bytes", "sha256", "pieces",
+    "values"}``."""
+    partial.mkdir(parents=True, exist_ok=True)
+    name, digest, size = f"rank-{rank:05d}.bin", hashlib.sha256(), 0
+    with open(partial / name, "wb") as f:
+        for key, dtype in _ARRAYS:
+            data = memoryview(np.ascontiguousarray(pieces[key], dtype=dtype)).cast("B")
+            f.write(data)  # large writes and hash updates run without Python's lock
+            digest.update(data)
+            size += len(data)
+    return {"file": name, "bytes": size, "sha256": digest.hexdigest(), "pieces": len(pieces["pieces"]),
+            "values": len(pieces["w"])}
+
+
+_ARRAYS = (("pieces", np.int64), ("w", np.float64), ("m", np.float64), ("v", np.float64))
+"""A rank file's arrays, in their order in the file."""
+
+
+def _read_shard(file: Path, entry: dict) -> dict:
+    """The arrays of a rank file whose size and checksum were checked (:func:`check_files`)."""
+    n, k = int(entry["values"]), int(entry["pieces"])
+    flat = np.fromfile(file, dtype=np.uint8)
+    pieces = flat[: 40 * k].view(np.int64).reshape(k, 5)
+    values = flat[40 * k :].view(np.float64)
+    return {"pieces": pieces, "w": values[:n], "m": values[n : 2 * n], "v": values[2 * n :]}
 
 
 def save_checkpoint(comm, directory, step: int, *, layout, units: list, config: Config, seed: int, adam,
@@ -170,26 +220,73 @@ def save_checkpoint(comm, directory, step: int, *, layout, units: list, config: 
     directory = Path(directory)
     tag = comm.bcast_object(uuid.uuid4().hex[:12] if comm.rank == 0 else None)
     partial = directory / f".partial-{step_name(step)}-{tag}"
-    partial.mkdir(parents=True, exist_ok=True)
-    name = f"rank-{comm.rank:05d}.npz"
-    np.savez(partial / name, **_pieces(layout, units, config, tp_rank, run_layout.tp))
-    mine = {"file": name, "bytes": (partial / name).stat().st_size, "sha256": _sha256(partial / name)}
+    mine = _write_shard(partial, comm.rank, _pieces(layout, units, config, tp_rank, run_layout.tp))
     files = comm.allgather_object(mine)
     final = directory / step_name(step)
     if comm.rank == 0:
-        meta = {"format": FORMAT, "step": int(step), "seed": int(seed), "ranks": comm.size,
-                "layout": {"argv": run_layout.argv(), "words": run_layout.words()},
-                "config": dataclasses.asdict(config), "adam": dataclasses.asdict(adam), "files": files}  # fmt: skip
-        with open(partial / "meta.json", "w") as f:
-            json.dump(meta, f, indent=1)
-            f.flush()
-            os.fsync(f.fileno())
-        if final.exists():  # the same step written before (a resumed run passes it again): keep the first
-            shutil.rmtree(partial)
-        else:
-            os.rename(partial, final)
+        _commit(partial, final, _meta(step, seed, comm.size, run_layout, config, adam, files))
     comm.barrier()
     return final
+
+
+class AsyncSaver:
+    """Checkpoints written while the next steps run: each rank copies its state (the snapshot, the only part
+    the step waits for) and a thread of its own writes the file; rank 0's thread commits the folder once every
+    rank's file is there (each rank leaves a small ``rank-N.json`` with its file's size and checksum beside it,
+    so the commit needs no message between the ranks' threads). One save at a time: a save waits for the one
+    before it to be written. Call :meth:`close` at the end of the run, so that the last one is committed.
+
+    Parameters
+    ----------
+    comm : Comm
+        Every rank of the run (collective once, here, to agree on a name for the run's partial folders).
+    directory : path
+    wait : float
+        Seconds rank 0's thread waits for the other ranks' files before it gives the save up (the folder then
+        stays partial, as after a crash).
+    """
+
+    def __init__(self, comm, directory, *, wait: float = 300.0):
+        from ..engines.tagged import Background
+
+        self.rank, self.size, self.directory, self.wait = comm.rank, comm.size, Path(directory), wait
+        self.tag = comm.bcast_object(uuid.uuid4().hex[:12] if comm.rank == 0 else None)
+        self._thread, self._last = Background("distlib-checkpoint"), None
+
+    def save(self, step: int, *, layout, units: list, config: Config, seed: int, adam, run_layout, tp_rank: int):
+        """Snapshot this rank's state now; write and commit it in the background. Not collective."""
+        if self._last is not None:
+            self._last.wait()  # one save in flight: its memory is the snapshot's
+        pieces = _pieces(layout, units, config, tp_rank, run_layout.tp)  # copies: the snapshot
+        meta = _meta(step, seed, self.size, run_layout, config, adam, files=None)
+        self._last = self._thread.start(self._write, step, pieces, meta, what=f"checkpoint {step}")
+
+    def _write(self, step: int, pieces: dict, meta: dict) -> None:
+        partial = self.directory / f".partial-{step_name(step)}-{self.tag}"
+        mine = _write_shard(partial, self.rank, pieces)
+        note = partial / f"rank-{self.rank:05d}.json"
+        note.with_suffix(".tmp").write_text(json.dumps(mine))
+        os.replace(note.with_suffix(".tmp"), note)  # whole or absent
+        if self.rank != 0:
+            return
+        import time
+
+        notes = [partial / f"rank-{r:05d}.json" for r in range(self.size)]
+        deadline = time.monotonic() + self.wait
+        while not all(n.is_file() for n in notes):
+            if time.monotonic() > deadline:
+                return  # a rank never wrote: the folder stays partial, never read
+            time.sleep(0.01)
+        meta["files"] = [json.loads(n.read_text()) for n in notes]
+        for n in notes:
+            n.unlink()
+        _commit(partial, self.directory / step_name(step), meta)
+
+    def close(self) -> None:
+        """Wait for the last save to be written (and, on rank 0, committed)."""
+        if self._last is not None:
+            self._last.wait()
+        self._thread.close()
 
 
 def read_meta(path) -> dict:
@@ -240,14 +337,17 @@ def read_checkpoint(path, config: Config) -> Checkpoint:
     check_files(meta, path)
     specs = unit_specs(config)
     whole = {name: [np.full(spec.size, np.nan) for spec in specs] for name in ("w", "m", "v")}
+    maps = {}
     for entry in meta["files"]:
-        with np.load(path / entry["file"]) as data:
-            unit, index = data["unit"], data["index"]
+        data, at = _read_shard(path / entry["file"], entry), 0
+        for unit, tp_rank, tp, start, stop in data["pieces"].tolist():
+            key = (unit, tp_rank, tp)
+            if key not in maps:
+                maps[key] = full_index(config, unit, tp_rank, tp)
+            index = maps[key][start:stop]
             for name in ("w", "m", "v"):
-                values = data[name]
-                for u in np.unique(unit):
-                    sel = unit == u
-                    whole[name][u][index[sel]] = values[sel]
+                whole[name][unit][index] = data[name][at : at + stop - start]
+            at += stop - start
     for name, units in whole.items():
         for u, arr in enumerate(units):
             if np.isnan(arr).any():

@@ -92,7 +92,7 @@ def run_problem(layout: Layout | None = None, *, steps, seed, engine, timeout, r
                 link_gbit=None, config: Config = Config(), max_ranks: int | None = None, overlap="none",
                 bucket_mb: float | None = None, prefetch_depth: int | None = None, checkpoint_dir=None,
                 checkpoint_every: int = 1, resume: bool = False, kill_rank=None, kill_at_step=None,
-                **degrees) -> str | None:  # fmt: skip
+                checkpoint_async: bool = False, **degrees) -> str | None:  # fmt: skip
     """The first flag of a run out of its range, as one line naming it and the range; ``None`` if all fit.
 
     Examples
@@ -123,12 +123,12 @@ def run_problem(layout: Layout | None = None, *, steps, seed, engine, timeout, r
     problem = lay.problem(config) or _overlap_flags_problem(lay, overlap, bucket_mb, prefetch_depth)
     problem = problem or _checkpoint_problem(lay, config, steps=steps, checkpoint_dir=checkpoint_dir,
                                              checkpoint_every=checkpoint_every, resume=resume, kill_rank=kill_rank,
-                                             kill_at_step=kill_at_step)  # fmt: skip
+                                             kill_at_step=kill_at_step, checkpoint_async=checkpoint_async)  # fmt: skip
     return problem or _placement_problem(lay, ranks=ranks, nodes=nodes, link_gbit=link_gbit, engine=engine)
 
 
 def _checkpoint_problem(lay: Layout, config: Config, *, steps, checkpoint_dir, checkpoint_every, resume, kill_rank,
-                        kill_at_step) -> str | None:  # fmt: skip
+                        kill_at_step, checkpoint_async=False) -> str | None:  # fmt: skip
     """``--checkpoint-dir``, ``--checkpoint-every``, ``--resume`` (the newest checkpoint there, checked whole:
     the model's sizes, every shard's size and checksum, its step below ``--steps``), ``--kill-rank`` and
     ``--kill-at-step``."""
@@ -139,6 +139,8 @@ def _checkpoint_problem(lay: Layout, config: Config, *, steps, checkpoint_dir, c
     problem = _range_problem("checkpoint-every", checkpoint_every, 1, MAX_STEPS)
     if problem:
         return problem
+    if checkpoint_async and checkpoint_dir is None:
+        return "--checkpoint-async needs --checkpoint-dir, the folder to write into"
     if checkpoint_dir is not None and Path(checkpoint_dir).exists() and not Path(checkpoint_dir).is_dir():
         return f"--checkpoint-dir must be a folder (or not exist yet), got the file {checkpoint_dir}"
     first = 1
@@ -257,7 +259,8 @@ def train(layout: Layout | None = None, *, steps: int = 10, seed: int = 0, engin
           timeout: float = 300.0, ranks: int | None = None, nodes: int | None = None,
           link_gbit: float | None = None, config: Config = Config(), overlap="none", bucket_mb: float | None = None,
           prefetch_depth: int | None = None, checkpoint_dir=None, checkpoint_every: int = 1, resume: bool = False,
-          kill_rank: int | None = None, kill_at_step: int | None = None, **degrees) -> TrainResult:  # fmt: skip
+          kill_rank: int | None = None, kill_at_step: int | None = None, checkpoint_async: bool = False,
+          **degrees) -> TrainResult:  # fmt: skip
     """Train the book's model with a layout on its ranks of ``engine``; the run's :class:`TrainResult`.
 
     Parameters
@@ -289,10 +292,11 @@ def train(layout: Layout | None = None, *, steps: int = 10, seed: int = 0, engin
         ``"all"`` (every kind the layout has) or a list of ``prefetch``, ``buckets``, ``tp``, ``pp``; DDP and
         ZeRO-1's bucket size in MiB (default 25, PyTorch DDP's); ZeRO-3's prefetch depth (default 1). The
         losses and parameters are the blocking run's.
-    checkpoint_dir, checkpoint_every, resume
+    checkpoint_dir, checkpoint_every, resume, checkpoint_async
         Sharded checkpoints (:mod:`distlib.train.checkpoint`): one after every ``checkpoint_every`` steps into
         ``checkpoint_dir``; with ``resume``, start from the newest complete one there, whatever layout wrote
-        it, and run the steps after it up to ``steps`` (``first_step`` says where it started).
+        it, and run the steps after it up to ``steps`` (``first_step`` says where it started); with
+        ``checkpoint_async``, each written by a thread while the next steps run.
     kill_rank, kill_at_step
         That rank ``SIGKILL`` s itself during that step: the run then fails, naming it
         (:class:`distlib.engines.RunError`), as a node that dies would make it.
@@ -306,7 +310,8 @@ def train(layout: Layout | None = None, *, steps: int = 10, seed: int = 0, engin
     """
     run = dict(steps=steps, seed=seed, engine=engine, timeout=timeout)
     hide = dict(overlap=overlap, bucket_mb=bucket_mb, prefetch_depth=prefetch_depth)
-    saving = dict(checkpoint_dir=checkpoint_dir, checkpoint_every=checkpoint_every, resume=resume)
+    saving = dict(checkpoint_dir=checkpoint_dir, checkpoint_every=checkpoint_every, resume=resume,
+                  checkpoint_async=checkpoint_async)
     lay = check_run(layout, **run, ranks=ranks, nodes=nodes, link_gbit=link_gbit, config=config, **hide, **saving,
                     kill_rank=kill_rank, kill_at_step=kill_at_step, **degrees)  # fmt: skip
     run["overlap"] = overlap_of(lay, **hide)
@@ -325,7 +330,8 @@ def train(layout: Layout | None = None, *, steps: int = 10, seed: int = 0, engin
 
 
 def _train_here(layout: Layout, *, steps, seed, engine, timeout, config, overlap=Overlap(), checkpoint_dir=None,
-                checkpoint_every=1, resume=False, kill_at=None, cluster=None) -> TrainResult:  # fmt: skip
+                checkpoint_every=1, resume=False, kill_at=None, checkpoint_async=False,
+                cluster=None) -> TrainResult:  # fmt: skip
     """One run, checked already: on this machine, or across ``cluster``."""
     import dataclasses
 
@@ -337,7 +343,7 @@ def _train_here(layout: Layout, *, steps, seed, engine, timeout, config, overlap
         checkpoint_dir = os.path.abspath(checkpoint_dir)
     args = run_argv(layout, steps=steps, seed=seed, engine=engine, config=config, overlap=overlap,
                     checkpoint_dir=checkpoint_dir, checkpoint_every=checkpoint_every, resume=resume,
-                    kill_at=kill_at)  # fmt: skip
+                    kill_at=kill_at, checkpoint_async=checkpoint_async)  # fmt: skip
     result = _start(layout, args, engine, timeout, cluster)
     reports = read_all(result, RankReport)
     out = TrainResult.from_ranks(reports, layout=layout, seed=seed, log=result.stderr[0], run_id=result.run_id)

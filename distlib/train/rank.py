@@ -66,7 +66,7 @@ CONFIG_FLAGS = tuple(f.name for f in fields(Config))
 
 def run_argv(layout: Layout, *, steps: int, seed: int, engine: str, config: Config = Config(),
              overlap: Overlap = Overlap(), checkpoint_dir=None, checkpoint_every: int = 1, resume: bool = False,
-             kill_at: tuple | None = None) -> list:  # fmt: skip
+             kill_at: tuple | None = None, checkpoint_async: bool = False) -> list:  # fmt: skip
     """The flags a rank is started with: the layout's, the run's, and the model's sizes that differ from the book's.
 
     >>> run_argv(Layout(tp=2), steps=3, seed=0, engine="mpi")
@@ -77,7 +77,8 @@ def run_argv(layout: Layout, *, steps: int, seed: int, engine: str, config: Conf
     sizes = [[f"--{f.name}", str(getattr(config, f.name))] for f in fields(Config)
              if getattr(config, f.name) != f.default]  # fmt: skip
     saving = [] if checkpoint_dir is None else ["--checkpoint-dir", str(checkpoint_dir), "--checkpoint-every",
-                                                str(checkpoint_every)] + (["--resume"] if resume else [])
+                                                str(checkpoint_every)] + (["--resume"] if resume else []) \
+        + (["--checkpoint-async"] if checkpoint_async else [])
     if kill_at is not None:
         saving += ["--kill-rank", str(kill_at[0]), "--kill-at-step", str(kill_at[1])]
     return [*layout.argv(), "--steps", str(steps), "--seed", str(seed), "--engine", engine, *sum(sizes, []),
@@ -181,7 +182,7 @@ def _record(times: dict, clock, seconds: float) -> None:
 def train_rank(comm, layout: Layout, *, steps: int, seed: int, config: Config = Config(), adam: Adam = Adam(),
                say=None, cp_overlap: bool = True, cp_split: str = "zigzag",
                overlap: Overlap = Overlap(), checkpoint_dir=None, checkpoint_every: int = 1, resume: bool = False,
-               kill_at: tuple | None = None) -> RankReport:  # fmt: skip
+               kill_at: tuple | None = None, checkpoint_async: bool = False) -> RankReport:  # fmt: skip
     """Train on this rank of ``comm`` with ``layout`` for ``steps`` steps; this rank's report.
 
     Every rank of ``comm`` calls it with the same arguments (SPMD).
@@ -209,6 +210,9 @@ def train_rank(comm, layout: Layout, *, steps: int, seed: int, config: Config = 
         Write a sharded checkpoint (:mod:`distlib.train.checkpoint`) into ``checkpoint_dir`` after every
         ``checkpoint_every`` steps; with ``resume``, start from the newest complete one there, written at any
         layout, and run the steps after it up to ``steps``.
+    checkpoint_async : bool
+        Each rank copies its state and a thread of its own writes it while the next steps run
+        (:class:`~distlib.train.checkpoint.AsyncSaver`); the step waits only for the copy.
     kill_at : (rank, step), optional
         That rank ``SIGKILL`` s itself during that step (1-based), after its forward and backward passes and
         before the update: a failure made on purpose (real processes only, not threads).
@@ -242,53 +246,88 @@ def train_rank(comm, layout: Layout, *, steps: int, seed: int, config: Config = 
         raise ValueError(f"the layout's {layout.ranks} ranks ({layout.words()}) must be the ranks of comm "
                          f"({comm.size})")
     layout.check(config)
-    options = dict(overlap=cp_overlap, split=cp_split)
     resumed = _resume_from(checkpoint_dir, config) if resume else None
-    first = 1 if resumed is None else resumed.step + 1
     if kill_at is not None and comm.engine == "threads":
         raise ValueError("kill_at kills a rank's process: it needs real ranks (mpi or gloo), not threads")
-    built = _build(comm, layout, config, seed, adam, options, overlap, resumed)
-    counted, at, (data_comm, pp_comm), stage, ops, ledger, threads, mine = built
-    times = {name: [] for name in ("step", "busy", "idle", "flush", "forward", "backward", "waited", "units")}
-    losses, ran_first = [], None
-    for step in range(first, steps + 1):
-        start, waited = time.perf_counter(), threads.waited
-        batch = local_batch(*global_batch(seed, step - 1, batch=config.batch, seq=config.seq, vocab=config.vocab),
-                            at.dp, layout.dp)  # fmt: skip
+    built = _build(comm, layout, config, seed, adam, dict(overlap=cp_overlap, split=cp_split), overlap, resumed)
+    run = _Run(comm, layout, config, seed, adam, built, checkpoint=(checkpoint_dir, checkpoint_every, checkpoint_async),
+               kill_at=kill_at)  # fmt: skip
+    for step in range(1 if resumed is None else resumed.step + 1, steps + 1):
+        run.step(step)
+        if say is not None:
+            say(f"step {step}/{steps}  loss {run.losses[-1]:.6f}  {run.times['step'][-1] * 1e3:.1f} ms")
+    return run.report(overlap, first=1 if resumed is None else resumed.step + 1)
+
+
+class _Run:
+    """One rank's run, step by step: its parts (:func:`_build`), the times and losses so far, its checkpoints."""
+
+    def __init__(self, comm, layout, config, seed, adam, built, *, checkpoint, kill_at):
+        self.comm, self.layout, self.config, self.seed, self.adam, self.kill_at = comm, layout, config, seed, adam, kill_at
+        (self.counted, self.at, (self.data_comm, self.pp_comm), self.stage, self.ops, self.ledger, self.threads,
+         self.mine) = built  # fmt: skip
+        self.checkpoint_dir, self.checkpoint_every, checkpoint_async = checkpoint
+        self.times = {name: [] for name in ("step", "busy", "idle", "flush", "forward", "backward", "waited",
+                                            "units", "save")}  # fmt: skip
+        self.losses, self.ran_first, self.saver = [], None, None
+        if self.checkpoint_dir is not None and checkpoint_async:
+            from .checkpoint import AsyncSaver
+
+            self.saver = AsyncSaver(comm, self.checkpoint_dir)
+
+    def step(self, step: int) -> None:
+        """Run step ``step`` (1-based): its batch, forward and backward, update, loss, checkpoint; record it."""
+        config, at, stage, times = self.config, self.at, self.stage, self.times
+        start, waited = time.perf_counter(), self.threads.waited
+        batch = local_batch(*global_batch(self.seed, step - 1, batch=config.batch, seq=config.seq,
+                                          vocab=config.vocab), at.dp, self.layout.dp)  # fmt: skip
         if stage.cp is not None:  # this rank's positions of every sequence
             batch = tuple(stage.cp.local(part) for part in batch)
-        mb_losses, clock, ran = stage.step(ops, split_microbatches(*batch, layout.microbatches))
-        if kill_at is not None and kill_at == (comm.rank, step):
+        mb_losses, clock, ran = stage.step(self.ops, split_microbatches(*batch, self.layout.microbatches))
+        if self.kill_at is not None and self.kill_at == (self.comm.rank, step):
             _kill_self(step)
         times["flush"].append(time.perf_counter() - start)
-        ran_first = ran_first or ran
-        losses.append(_flush(stage, mb_losses, step, pp_comm, data_comm))
+        self.ran_first = self.ran_first or ran
+        self.losses.append(_flush(stage, mb_losses, step, self.pp_comm, self.data_comm))
+        saved = time.perf_counter()
+        if self.checkpoint_dir is not None and step % self.checkpoint_every == 0:
+            self._save(step)
+        times["save"].append(time.perf_counter() - saved)
         _record(times, clock, time.perf_counter() - start)
-        times["waited"].append(threads.waited - waited)
+        times["waited"].append(self.threads.waited - waited)
         times["units"].append(stage.unit_seconds)
-        if checkpoint_dir is not None and step % checkpoint_every == 0:
-            from .checkpoint import save_checkpoint
 
-            save_checkpoint(comm, checkpoint_dir, step, layout=stage.layout, units=mine, config=config, seed=seed,
-                            adam=adam, run_layout=layout, tp_rank=at.tp)  # fmt: skip
-        if say is not None:
-            say(f"step {step}/{steps}  loss {losses[-1]:.6f}  {times['step'][-1] * 1e3:.1f} ms")
-    threads.close()
-    dp_layout = stage.layout
-    behind = threads.counted  # what the background channel sent
-    return RankReport(rank=comm.rank, dp_rank=at.dp, tp_rank=at.tp, losses=losses,
-                      checksum_part=_checksum_part(dp_layout, dp_layout.specs, at.tp), state_bytes=ledger.peak,
-                      state_parts=ledger.at_peak, comm_bytes=counted.bytes_sent + (behind.bytes_sent if behind else 0),
-                      messages=counted.messages + (behind.messages if behind else 0),
-                      step_seconds=times["step"], local_params=sum(dp_layout.sizes), pp_rank=at.pp,
-                      busy_seconds=times["busy"], idle_seconds=times["idle"], flush_seconds=times["flush"],
-                      forward_seconds=times["forward"], backward_seconds=times["backward"], ops=ran_first,
-                      activation_bytes=stage.activation_peak, attention_flops=stage.cp.flops if stage.cp else 0,
-                      attention_seconds=stage.cp.seconds if stage.cp else 0.0,
-                      attention_wait_seconds=stage.cp.wait_seconds if stage.cp else 0.0,
-                      overlap_wait_seconds=times["waited"], overlap=list(overlap.kinds),
-                      unit_seconds=np.mean(times["units"][1:] or times["units"], axis=0).tolist()
-                      if times["units"] else [], first_step=first)  # fmt: skip
+    def _save(self, step: int) -> None:
+        from .checkpoint import save_checkpoint
+
+        what = dict(layout=self.stage.layout, units=self.mine, config=self.config, seed=self.seed, adam=self.adam,
+                    run_layout=self.layout, tp_rank=self.at.tp)  # fmt: skip
+        if self.saver is not None:
+            self.saver.save(step, **what)  # the snapshot only; written while the next steps run
+        else:
+            save_checkpoint(self.comm, self.checkpoint_dir, step, **what)
+
+    def report(self, overlap: Overlap, *, first: int) -> RankReport:
+        """End the run (its threads; the last checkpoint committed) and say what it did."""
+        self.threads.close()
+        if self.saver is not None:
+            self.saver.close()
+        times, stage, at, dp_layout = self.times, self.stage, self.at, self.stage.layout
+        behind = self.threads.counted  # what the background channel sent
+        units = np.mean(times["units"][1:] or times["units"], axis=0).tolist() if times["units"] else []
+        return RankReport(rank=self.comm.rank, dp_rank=at.dp, tp_rank=at.tp, losses=self.losses,
+                          checksum_part=_checksum_part(dp_layout, dp_layout.specs, at.tp),
+                          state_bytes=self.ledger.peak, state_parts=self.ledger.at_peak,
+                          comm_bytes=self.counted.bytes_sent + (behind.bytes_sent if behind else 0),
+                          messages=self.counted.messages + (behind.messages if behind else 0),
+                          step_seconds=times["step"], local_params=sum(dp_layout.sizes), pp_rank=at.pp,
+                          busy_seconds=times["busy"], idle_seconds=times["idle"], flush_seconds=times["flush"],
+                          forward_seconds=times["forward"], backward_seconds=times["backward"], ops=self.ran_first,
+                          activation_bytes=stage.activation_peak, attention_flops=stage.cp.flops if stage.cp else 0,
+                          attention_seconds=stage.cp.seconds if stage.cp else 0.0,
+                          attention_wait_seconds=stage.cp.wait_seconds if stage.cp else 0.0,
+                          overlap_wait_seconds=times["waited"], overlap=list(overlap.kinds), unit_seconds=units,
+                          first_step=first, save_seconds=times["save"])  # fmt: skip
 
 
 def _resume_from(directory, config):
@@ -330,6 +369,7 @@ def _parse(argv) -> tuple:
     parser.add_argument("--checkpoint-dir", default=None)
     parser.add_argument("--checkpoint-every", type=int, default=1)
     parser.add_argument("--resume", action="store_true")
+    parser.add_argument("--checkpoint-async", action="store_true")
     parser.add_argument("--kill-rank", type=int, default=None)
     parser.add_argument("--kill-at-step", type=int, default=None)
     for f in fields(Config):
@@ -339,7 +379,8 @@ def _parse(argv) -> tuple:
     overlap = Overlap(tuple(k for k in ns.overlap.split(",") if k), bucket_mb=ns.bucket_mb,
                       prefetch_depth=ns.prefetch_depth)  # fmt: skip
     saving = dict(checkpoint_dir=ns.checkpoint_dir, checkpoint_every=ns.checkpoint_every, resume=ns.resume,
-                  kill_at=None if ns.kill_rank is None else (ns.kill_rank, ns.kill_at_step))  # fmt: skip
+                  kill_at=None if ns.kill_rank is None else (ns.kill_rank, ns.kill_at_step),
+                  checkpoint_async=ns.checkpoint_async)  # fmt: skip
     return Layout.from_namespace(ns), ns.steps, ns.seed, ns.engine, config, not ns.cp_blocking, overlap, saving
 
 

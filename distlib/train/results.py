@@ -57,7 +57,10 @@ class RankReport:
     ``overlap_wait_seconds`` is, per step, the time it waited for those
     background collectives; ``unit_seconds`` is, per local unit, the
     seconds of its forward (row 0) and backward (row 1) pass in a step (the
-    mean over the steps after the first).
+    mean over the steps after the first); ``first_step`` the first step it ran
+    (after a resume, the one after the checkpoint's) and ``save_seconds``, per
+    step, the time the step spent on its checkpoint (the whole write, or with
+    ``--checkpoint-async`` the snapshot only).
     """
 
     rank: int
@@ -86,6 +89,7 @@ class RankReport:
     overlap: list[str] = field(default_factory=list)
     unit_seconds: list = field(default_factory=list)
     first_step: int = 1
+    save_seconds: list[float] = field(default_factory=list)
 
 
 def _mean(values) -> float:

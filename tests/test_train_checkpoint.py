@@ -68,7 +68,7 @@ def test_every_rank_writes_a_shard_and_the_meta_file_names_them(tmp_path):
     _threads(Layout(dp=2, tp=2, zero=3), 1, checkpoint_dir=tmp_path)
     folder = tmp_path / step_name(1)
     meta = json.loads((folder / "meta.json").read_text())
-    assert [f["file"] for f in meta["files"]] == [f"rank-{r:05d}.npz" for r in range(4)]
+    assert [f["file"] for f in meta["files"]] == [f"rank-{r:05d}.bin" for r in range(4)]
     assert meta["step"] == 1 and meta["config"]["hidden"] == Config().hidden and "--zero" in meta["layout"]["argv"]
     whole = read_checkpoint(folder, Config())
     assert [len(w) for w in whole.weights] == [s for s in map(len, whole.m)]
@@ -87,7 +87,7 @@ def test_a_torn_save_is_never_read_and_an_existing_step_never_replaced(tmp_path)
 
 
 def _spoil(folder: Path, how: str) -> str:
-    shard = folder / "rank-00001.npz"
+    shard = folder / "rank-00001.bin"
     if how == "truncated":
         shard.write_bytes(shard.read_bytes()[:-100])
         return f"{shard}: "
@@ -96,7 +96,7 @@ def _spoil(folder: Path, how: str) -> str:
         data[len(data) // 2] ^= 0xFF
         shard.write_bytes(bytes(data))
         return f"{shard}: its SHA-256 is not the one the checkpoint wrote (altered)"
-    (folder / "rank-00001.npz").unlink()
+    (folder / "rank-00001.bin").unlink()
     return f"{shard}: missing from the checkpoint"
 
 
@@ -112,7 +112,7 @@ def test_a_spoiled_shard_is_refused_naming_the_file_and_nothing_is_written(how, 
     err = capsys.readouterr().err
     assert status == 2 and err.count("\n") == 1 and text in err, err
     assert sorted(p.name for p in tmp_path.rglob("*")) == listing
-    with pytest.raises(CheckpointError, match="rank-00001.npz"):
+    with pytest.raises(CheckpointError, match="rank-00001.bin"):
         read_checkpoint(tmp_path / step_name(2), Config())
 
 
@@ -184,3 +184,16 @@ def test_killed_on_mpi_and_resumed_under_zero3_on_gloo(tmp_path, uninterrupted):
 @needs_cluster
 def test_killed_across_two_nodes_and_resumed_with_tensor_parallelism(tmp_path, uninterrupted):
     _killed_then_resumed(tmp_path, dict(dp=2, tp=2, zero=2, nodes=2), dict(tp=2, pp=2, microbatches=2), uninterrupted)
+
+
+def test_an_asynchronous_save_writes_what_a_blocking_one_writes(tmp_path):
+    """The snapshot is the state after the step: read back, the two checkpoints are the same numbers."""
+    lay = Layout(dp=2, zero=1)
+    blocking = _threads(lay, 3, checkpoint_dir=tmp_path / "blocking")
+    hidden = _threads(lay, 3, checkpoint_dir=tmp_path / "async", checkpoint_async=True)
+    assert hidden[0].losses == blocking[0].losses and len(hidden[0].save_seconds) == 3
+    for step in (1, 2, 3):
+        a, b = (read_checkpoint(tmp_path / mode / step_name(step), Config()) for mode in ("blocking", "async"))
+        for name in ("weights", "m", "v"):
+            assert all(np.array_equal(x, y) for x, y in zip(getattr(a, name), getattr(b, name))), (step, name)
+    assert not [p for p in (tmp_path / "async").iterdir() if not p.name.startswith("step-")]  # no partial left
