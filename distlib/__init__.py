@@ -73,6 +73,11 @@ from .context_parallel import (SPLITS, cp_chunks, cp_positions, softmax_attentio
                                ring_schedule, ring_overlap_tokens, ring_step_saving, CPLayer, cp_layer,
                                cp_activation_bytes_per_layer)
 
+# chapter 16: when a node dies (failures, checkpoints, goodput)
+from .goodput import (EVENT_KINDS, job_mtbf, young_interval, daly_interval, optimal_interval, goodput,
+                      expected_goodput, GoodputCurve, goodput_curve, FailureRun, simulate_failures, Interruption,
+                      Llama3Interruptions, llama3_interruptions)
+
 # units, shown numbers and notebook helpers
 from .units import gbit_to_bytes_per_s, bytes_per_s_to_gbit
 from .fmt import Text, si, fmt_bytes, fmt_seconds, fmt_rate, fmt_flops, fmt_share
@@ -174,6 +179,10 @@ __all__ = [
     "ring_attention", "causal_pairs", "chunk_pairs", "work_imbalance", "CPComm", "cp_comm", "cp_collectives",
     "RingTimeline", "ring_timeline", "ring_work", "RingSchedule", "ring_schedule", "ring_overlap_tokens",
     "ring_step_saving", "CPLayer", "cp_layer", "cp_activation_bytes_per_layer",
+    # goodput
+    "EVENT_KINDS", "job_mtbf", "young_interval", "daly_interval", "optimal_interval", "goodput", "expected_goodput",
+    "GoodputCurve", "goodput_curve", "FailureRun", "simulate_failures", "Interruption", "Llama3Interruptions",
+    "llama3_interruptions",
     # units, fmt, notebook
     "gbit_to_bytes_per_s", "bytes_per_s_to_gbit",
     "Text", "si", "fmt_bytes", "fmt_seconds", "fmt_rate", "fmt_flops", "fmt_share",
