@@ -197,3 +197,36 @@ def test_an_asynchronous_save_writes_what_a_blocking_one_writes(tmp_path):
         for name in ("weights", "m", "v"):
             assert all(np.array_equal(x, y) for x, y in zip(getattr(a, name), getattr(b, name))), (step, name)
     assert not [p for p in (tmp_path / "async").iterdir() if not p.name.startswith("step-")]  # no partial left
+
+
+def _private_network_reason():
+    from distlib.engines._isolate import network_prefix
+
+    return None if network_prefix() else "no private network namespace here for torchrun's store"
+
+
+@pytest.mark.engines
+@pytest.mark.slow
+@pytest.mark.skipif(_private_network_reason() is not None, reason=str(_private_network_reason()))
+def test_torchrun_restarts_the_killed_run_and_it_resumes_from_its_checkpoint(tmp_path, uninterrupted):
+    """--max-restarts 1 on gloo: torchrun starts both ranks again after rank 1 kills itself during step 4; they
+    resume from step 3's checkpoint and the run ends as if never stopped."""
+    from distlib.train.launch import train
+
+    losses, checksum = uninterrupted
+    run = train(dp=2, zero=3, steps=STEPS, seed=SEED, engine="gloo", timeout=120, checkpoint_dir=tmp_path,
+                kill_rank=1, kill_at_step=KILLED, max_restarts=1)  # fmt: skip
+    assert run.first_step == KILLED
+    assert max(_rel(a, b) for a, b in zip(run.losses, losses[KILLED - 1 :])) < 1e-9
+    assert _rel(run.param_checksum, checksum) < 1e-9
+
+
+@pytest.mark.parametrize("argv, text", [
+    (["--dp", "2", "--steps", "4", "--max-restarts", "1"], "--max-restarts needs --engine gloo"),
+    (["--dp", "2", "--steps", "4", "--engine", "gloo", "--max-restarts", "1"], "--max-restarts needs --checkpoint-dir"),
+    (["--dp", "2", "--steps", "4", "--max-restarts", "11"], "--max-restarts must be an integer from 0 to 10"),
+])  # fmt: skip
+def test_a_bad_restart_flag_is_one_line(argv, text, capsys):
+    status = main(argv)
+    err = capsys.readouterr().err
+    assert status == 2 and err.count("\n") == 1 and text in err, err

@@ -351,9 +351,13 @@ class Watchdog:
     ranks : int, optional
         How many ranks the run has: while fewer have beaten, the run's processes are looked at for one stopped
         before its first heartbeat (without it, never).
+    gone_grace : float
+        Seconds a run may go on with a rank's process gone before it is named (:data:`GONE_GRACE`);
+        ``math.inf`` when the engine's launcher restarts failed ranks itself (``torchrun --max-restarts``).
     """
 
-    def __init__(self, folder, *, stall: float = DEFAULT_STALL, behind: float | None = None, ranks: int | None = None):
+    def __init__(self, folder, *, stall: float = DEFAULT_STALL, behind: float | None = None, ranks: int | None = None,
+                 gone_grace: float = None):  # fmt: skip
         from .._check import check_real
 
         self.folder = Path(folder)
@@ -364,6 +368,7 @@ class Watchdog:
         self._stopped_since: dict = {}  # pid -> when a rank's process without a heartbeat was first seen stopped
         self._scanned = -math.inf  # when the processes were last scanned for those
         self.ranks = ranks
+        self.gone_grace = GONE_GRACE if gone_grace is None else float(gone_grace)
         self.notes: Path | None = None
         """A folder of ``ended.<rank>`` notes (MPI runs): among ranks gone, the first to leave a note is named."""
 
@@ -391,12 +396,12 @@ class Watchdog:
         gone = [b for b in everyone if states[b.rank] == "gone"]
         if gone and beats:
             # A rank's process is gone and the others run on: the engine's launcher (Hydra, torchrun) normally
-            # ends the run within a moment; if it has not after GONE_GRACE seconds, the launcher names the rank.
+            # ends the run within a moment; if it has not after gone_grace seconds, the launcher names the rank.
             now = time.monotonic()
             for b in gone:
                 self._gone_since.setdefault(b.rank, now)
             first = min(gone, key=lambda b: (self._noted(b.rank), self._gone_since[b.rank], b.rank))
-            if now - self._gone_since[first.rank] > GONE_GRACE:
+            if now - self._gone_since[first.rank] > self.gone_grace:
                 peers = ", ".join(str(b.rank) for b in beats)
                 how = self._note(first.rank)
                 how = f"it was {how}" if how.startswith("killed by signal") else "its process exited"

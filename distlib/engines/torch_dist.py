@@ -87,12 +87,21 @@ def init(backend: str | None = None, *, timeout: float | None = None) -> "TorchC
         torch.cuda.set_device(device)
         kwargs["device_id"] = device
     init_method = os.environ.get("DISTLIB_INIT_METHOD", "env://")
+    wait = datetime.timedelta(seconds=timeout)
+    attempt = os.environ.get("TORCHELASTIC_RESTART_COUNT")
+    if attempt is not None and init_method == "env://":
+        # Under torchrun the store outlives a restart, and the ranks of the first attempt left their addresses
+        # in it: a restarted rank could read its peer's old address before the peer writes its new one and fail
+        # to connect ("connection refused"). Each attempt's keys get a prefix of their own.
+        store, rank, world_size = next(dist.rendezvous(init_method, rank, world_size, timeout=wait))
+        kwargs["store"] = dist.PrefixStore(f"/distlib/attempt_{attempt}", store)
+        init_method = None
     dist.init_process_group(
         backend,
         init_method=init_method,
         rank=rank,
         world_size=world_size,
-        timeout=datetime.timedelta(seconds=timeout),
+        timeout=wait,
         **kwargs,
     )
     note("running (after init_process_group)")

@@ -92,7 +92,7 @@ def run_problem(layout: Layout | None = None, *, steps, seed, engine, timeout, r
                 link_gbit=None, config: Config = Config(), max_ranks: int | None = None, overlap="none",
                 bucket_mb: float | None = None, prefetch_depth: int | None = None, checkpoint_dir=None,
                 checkpoint_every: int = 1, resume: bool = False, kill_rank=None, kill_at_step=None,
-                checkpoint_async: bool = False, **degrees) -> str | None:  # fmt: skip
+                checkpoint_async: bool = False, max_restarts: int = 0, **degrees) -> str | None:  # fmt: skip
     """The first flag of a run out of its range, as one line naming it and the range; ``None`` if all fit.
 
     Examples
@@ -124,7 +124,20 @@ def run_problem(layout: Layout | None = None, *, steps, seed, engine, timeout, r
     problem = problem or _checkpoint_problem(lay, config, steps=steps, checkpoint_dir=checkpoint_dir,
                                              checkpoint_every=checkpoint_every, resume=resume, kill_rank=kill_rank,
                                              kill_at_step=kill_at_step, checkpoint_async=checkpoint_async)  # fmt: skip
+    problem = problem or _restart_problem(engine, max_restarts, checkpoint_dir)
     return problem or _placement_problem(lay, ranks=ranks, nodes=nodes, link_gbit=link_gbit, engine=engine)
+
+
+def _restart_problem(engine, max_restarts, checkpoint_dir) -> str | None:
+    """``--max-restarts``: 0 to 10, gloo only (torchrun restarts its ranks), and a checkpoint to come back from."""
+    problem = _range_problem("max-restarts", max_restarts, 0, 10)
+    if problem or not max_restarts:
+        return problem
+    if engine != "gloo":
+        return "--max-restarts needs --engine gloo: torchrun starts the ranks again (an MPI run ends with its rank)"
+    if checkpoint_dir is None:
+        return "--max-restarts needs --checkpoint-dir: restarted ranks resume from the newest checkpoint there"
+    return None
 
 
 def _checkpoint_problem(lay: Layout, config: Config, *, steps, checkpoint_dir, checkpoint_every, resume, kill_rank,
@@ -244,11 +257,15 @@ def check_run(layout: Layout | None = None, **flags) -> Layout:
     return layout_of(layout, **degrees)
 
 
-def _start(layout: Layout, args: list, engine: str, timeout: float, cluster=None):
+def _start(layout: Layout, args: list, engine: str, timeout: float, cluster=None, max_restarts: int = 0):
     """Launch the layout's ranks of :mod:`distlib.train.rank` on ``engine``; with ``cluster``, ``ranks / nodes``
-    consecutive ranks on each of its nodes."""
-    from ..engines.launch import run_mpi, run_torch
+    consecutive ranks on each of its nodes; with ``max_restarts`` (gloo), under ``torchrun``, which starts them
+    all again after a failure."""
+    from ..engines.launch import run_mpi, run_torch, run_torchrun
 
+    if engine == "gloo" and max_restarts:
+        return run_torchrun("distlib.train.rank", layout.ranks, args=args, timeout=timeout, cluster=cluster,
+                            max_restarts=max_restarts)  # fmt: skip
     if engine == "gloo":
         return run_torch("distlib.train.rank:main", layout.ranks, args=args, timeout=timeout, cluster=cluster)
     env = PIPELINE_MPI_ENV if layout.is_pipeline else None
@@ -260,7 +277,7 @@ def train(layout: Layout | None = None, *, steps: int = 10, seed: int = 0, engin
           link_gbit: float | None = None, config: Config = Config(), overlap="none", bucket_mb: float | None = None,
           prefetch_depth: int | None = None, checkpoint_dir=None, checkpoint_every: int = 1, resume: bool = False,
           kill_rank: int | None = None, kill_at_step: int | None = None, checkpoint_async: bool = False,
-          **degrees) -> TrainResult:  # fmt: skip
+          max_restarts: int = 0, **degrees) -> TrainResult:  # fmt: skip
     """Train the book's model with a layout on its ranks of ``engine``; the run's :class:`TrainResult`.
 
     Parameters
@@ -300,6 +317,10 @@ def train(layout: Layout | None = None, *, steps: int = 10, seed: int = 0, engin
     kill_rank, kill_at_step
         That rank ``SIGKILL`` s itself during that step: the run then fails, naming it
         (:class:`distlib.engines.RunError`), as a node that dies would make it.
+    max_restarts : int
+        gloo only: the ranks run under ``torchrun --max-restarts``, which starts them all again after a
+        failure; restarted, they resume from the newest checkpoint (and a rank killed on purpose does not kill
+        itself again).
 
     Raises
     ------
@@ -313,9 +334,9 @@ def train(layout: Layout | None = None, *, steps: int = 10, seed: int = 0, engin
     saving = dict(checkpoint_dir=checkpoint_dir, checkpoint_every=checkpoint_every, resume=resume,
                   checkpoint_async=checkpoint_async)
     lay = check_run(layout, **run, ranks=ranks, nodes=nodes, link_gbit=link_gbit, config=config, **hide, **saving,
-                    kill_rank=kill_rank, kill_at_step=kill_at_step, **degrees)  # fmt: skip
+                    kill_rank=kill_rank, kill_at_step=kill_at_step, max_restarts=max_restarts, **degrees)  # fmt: skip
     run["overlap"] = overlap_of(lay, **hide)
-    run.update(saving, kill_at=None if kill_rank is None else (kill_rank, kill_at_step))
+    run.update(saving, kill_at=None if kill_rank is None else (kill_rank, kill_at_step), max_restarts=max_restarts)
     nodes = cluster_nodes(nodes, link_gbit)
     if nodes is None:
         return _train_here(lay, config=config, **run)
@@ -330,7 +351,7 @@ def train(layout: Layout | None = None, *, steps: int = 10, seed: int = 0, engin
 
 
 def _train_here(layout: Layout, *, steps, seed, engine, timeout, config, overlap=Overlap(), checkpoint_dir=None,
-                checkpoint_every=1, resume=False, kill_at=None, checkpoint_async=False,
+                checkpoint_every=1, resume=False, kill_at=None, checkpoint_async=False, max_restarts=0,
                 cluster=None) -> TrainResult:  # fmt: skip
     """One run, checked already: on this machine, or across ``cluster``."""
     import dataclasses
@@ -344,7 +365,7 @@ def _train_here(layout: Layout, *, steps, seed, engine, timeout, config, overlap
     args = run_argv(layout, steps=steps, seed=seed, engine=engine, config=config, overlap=overlap,
                     checkpoint_dir=checkpoint_dir, checkpoint_every=checkpoint_every, resume=resume,
                     kill_at=kill_at, checkpoint_async=checkpoint_async)  # fmt: skip
-    result = _start(layout, args, engine, timeout, cluster)
+    result = _start(layout, args, engine, timeout, cluster, max_restarts)
     reports = read_all(result, RankReport)
     out = TrainResult.from_ranks(reports, layout=layout, seed=seed, log=result.stderr[0], run_id=result.run_id)
     return dataclasses.replace(out, checkpointing=checkpoint_dir is not None)

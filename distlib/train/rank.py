@@ -343,6 +343,22 @@ def _resume_from(directory, config):
     return read_checkpoint(path, config)
 
 
+def _after_restart(saving: dict) -> dict:
+    """A rank started again by its launcher (``torchrun --max-restarts``: ``TORCHELASTIC_RESTART_COUNT``; a job
+    Slurm requeued: ``SLURM_RESTART_COUNT``) resumes from the newest checkpoint if there is one, and does not
+    kill itself again: the failure was the first attempt's."""
+    import os
+
+    from .checkpoint import newest_checkpoint
+
+    restarts = max(int(os.environ.get(name, "0") or 0) for name in ("TORCHELASTIC_RESTART_COUNT", "SLURM_RESTART_COUNT"))
+    if restarts == 0:
+        return saving
+    resume = saving["resume"] or (saving["checkpoint_dir"] is not None
+                                  and newest_checkpoint(saving["checkpoint_dir"]) is not None)  # fmt: skip
+    return {**saving, "resume": resume, "kill_at": None}
+
+
 def _kill_self(step: int) -> None:
     """End this process as a crashed node would: ``SIGKILL``, no clean-up, no last words but one line."""
     import os
@@ -389,6 +405,7 @@ def main(argv=None) -> None:
     from ..engines.report import emit
 
     layout, steps, seed, engine, config, cp_overlap, overlap, saving = _parse(sys.argv[1:] if argv is None else argv)
+    saving = _after_restart(saving)
     if engine == "gloo":
         from ..engines.torch_numpy import numpy_world
 

@@ -148,12 +148,12 @@ def _execute(plan: _Plan, *, check: bool) -> RunResult:
     return result
 
 
-def _new_run(kind: str, stall, behind, ranks: int) -> tuple:
+def _new_run(kind: str, stall, behind, ranks: int, gone_grace: float | None = None) -> tuple:
     """``(run id, work folder, watchdog or None)`` for a new run of ``ranks`` ranks; the folder's name carries this
     process's pid, so a later run can sweep it if this launcher dies without cleaning up."""
     workdir = Path(tempfile.mkdtemp(prefix=f"distlib-{kind}-{os.getpid()}-"))
-    watchdog = (Watchdog(workdir / "progress", stall=stall, behind=behind, ranks=ranks) if stall is not None
-                else None)  # fmt: skip
+    watchdog = (Watchdog(workdir / "progress", stall=stall, behind=behind, ranks=ranks, gone_grace=gone_grace)
+                if stall is not None else None)  # fmt: skip
     return uuid.uuid4().hex, workdir, watchdog
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import signal
@@ -187,7 +188,8 @@ def _torch_target(target) -> str:
 
 
 def run_torchrun(module: str, n: int, *, args=(), timeout: float = 120.0, env=None, check: bool = True, cluster=None,
-                 stall: float | None = DEFAULT_STALL, behind: float | None = None) -> RunResult:  # fmt: skip
+                 stall: float | None = DEFAULT_STALL, behind: float | None = None,
+                 max_restarts: int = 0) -> RunResult:  # fmt: skip
     """Run ``python -m module`` on ``n`` ranks started by PyTorch's own launcher, ``torchrun``.
 
     This is how the module would start on a cluster: one ``torchrun`` agent
@@ -195,8 +197,12 @@ def run_torchrun(module: str, n: int, *, args=(), timeout: float = 120.0, env=No
     --master-addr ADDR --master-port PORT -m module``); the agents meet in
     torch's *static* rendezvous on the first node's address, start the
     ranks with ``RANK``, ``WORLD_SIZE`` and ``MASTER_ADDR``/``MASTER_PORT``
-    in their environment, restart nothing (``--max-restarts`` is 0), and
-    stop them all if one fails. Each rank's output is kept in torchrun's
+    in their environment, and stop them all if one fails; with
+    ``max_restarts`` above 0 they then start every rank again, up to that
+    many times (``TORCHELASTIC_RESTART_COUNT`` in the ranks' environment
+    counts the restarts: a rank program resumes from its checkpoint when it
+    is above 0), and a rank's process gone is torchrun's to deal with, not
+    the watchdog's. Each rank's output is kept in torchrun's
     per-rank log files (``--redirects 3``) and returned in rank order.
 
     Without ``cluster`` it is one node (``--standalone``). torchrun's
@@ -226,17 +232,21 @@ def run_torchrun(module: str, n: int, *, args=(), timeout: float = 120.0, env=No
     cluster : MiniCluster, optional
     stall : float or None
         As :func:`run_mpi`.
+    max_restarts : int
+        torchrun's ``--max-restarts``: 0 (default) to 10.
 
     Returns
     -------
     RunResult
-        ``.launcher`` holds torchrun's own messages (every agent's).
+        ``.launcher`` holds torchrun's own messages (every agent's); ``.stdout`` and ``.stderr`` each rank's,
+        from its last attempt.
     """
     n = check_int("n", n, minimum=1)
     timeout = check_real("timeout", timeout, minimum=0, strict_min=True)
     if not isinstance(module, str) or module.endswith(".py") or not re.fullmatch(r"[A-Za-z_][\w.]*", module):
         raise ValueError(f"module must be a dotted module name such as 'distlib.examples.torch_ddp', got {module!r}")
     cluster = check_placement(cluster) if cluster is not None else None
+    max_restarts = check_int("max_restarts", max_restarts, minimum=0, maximum=10)
     prefix = list(network_prefix()) if cluster is None else []
     if cluster is None and not prefix:
         raise PrivateNetworkUnavailable(
@@ -244,13 +254,14 @@ def run_torchrun(module: str, n: int, *, args=(), timeout: float = 120.0, env=No
             "private network namespace (unprivileged user namespaces) to keep it in, so the book does not "
             "start it here. run_torch starts the same ranks with a file:// rendezvous instead."
         )
-    return _execute(_torchrun_plan(module, n, args, timeout, env, cluster, prefix, stall, behind), check=check)
+    return _execute(_torchrun_plan(module, n, args, timeout, env, cluster, prefix, stall, behind, max_restarts),
+                    check=check)  # fmt: skip
 
 
-def _torchrun_plan(module, n, args, timeout, env, cluster, prefix, stall, behind) -> _Plan:
+def _torchrun_plan(module, n, args, timeout, env, cluster, prefix, stall, behind, max_restarts=0) -> _Plan:
     """One ``torchrun`` agent per node (``--standalone`` in a loopback-only namespace here)."""
     per_node, n_nodes = (n, 1) if cluster is None else (_ranks_per_node(n, cluster), cluster.n_nodes)
-    run_id, workdir, watchdog = _new_run("torchrun", stall, behind, n)
+    run_id, workdir, watchdog = _new_run("torchrun", stall, behind, n, gone_grace=math.inf if max_restarts else None)
     iface = "lo" if cluster is None else cluster.nodes[0].iface
     full_env = _base_env(run_id, None)
     full_env.update({"GLOO_SOCKET_IFNAME": iface, "NCCL_SOCKET_IFNAME": iface, "DISTLIB_TIMEOUT": repr(max(1.0, timeout / 2)),
@@ -272,7 +283,7 @@ def _torchrun_plan(module, n, args, timeout, env, cluster, prefix, stall, behind
             node_prefix = cluster.prefix(i)
         commands.append([
             *node_prefix, sys.executable, "-m", "torch.distributed.run", *where, f"--nproc-per-node={per_node}",
-            "--max-restarts=0", "--log-dir", str(workdir / f"node{i}"), "--redirects", "3", "-m", module, *map(str, args),
+            f"--max-restarts={max_restarts}", "--log-dir", str(workdir / f"node{i}"), "--redirects", "3", "-m", module, *map(str, args),
         ])  # fmt: skip
     what = f"torchrun of {module!r} on {n} ranks" + ("" if cluster is None else f" over {n_nodes} nodes")
 
