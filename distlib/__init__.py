@@ -120,6 +120,8 @@ CONTRACT = (
     "ring_attention", "causal_pairs", "work_imbalance", "ring_work", "ring_schedule", "ring_timeline",
     "ring_overlap_tokens", "ring_step_saving", "cp_comm", "cp_layer", "cp_activation_bytes_per_layer",
     "cp_positions", "cp_collectives", "published_layouts",
+    # chapter 16: when a node dies
+    "expected_goodput", "optimal_interval", "simulate_failures",
 )
 
 # Everything exported: the names imported above, and the model modules the chapters reach as

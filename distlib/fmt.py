@@ -69,14 +69,16 @@ def fmt_bytes_binary(n_bytes: float, *, digits: int = 3) -> Text:
 
 
 def fmt_seconds(seconds: float, *, digits: int = 3) -> Text:
-    """Seconds, switching to hours, days or years when they read better.
+    """Seconds, switching to minutes, hours, days or years when they read better (from two of each).
 
     >>> fmt_seconds(0.245)
     245 ms
+    >>> fmt_seconds(1160.0)
+    19.3 min
     >>> fmt_seconds(1.0e9)
     31.7 years
     """
-    for limit, name in [(365.25 * 86400, "years"), (86400, "days"), (3600, "hours")]:
+    for limit, name in [(365.25 * 86400, "years"), (86400, "days"), (3600, "hours"), (60, "min")]:
         if seconds >= 2 * limit:
             return Text(f"{seconds / limit:.{digits}g} {name}")
     return si(seconds, "s", digits=digits)

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from ..layout import Layout
 from ..pipeline_schedule import pipeline_schedule
 
-__all__ = ["RankReport", "TrainResult", "JSON_FIELDS", "EVERY_RUN_FIELDS", "PIPELINE_FIELDS"]
+__all__ = ["RankReport", "TrainResult", "JSON_FIELDS", "EVERY_RUN_FIELDS", "PIPELINE_FIELDS", "progress_losses"]
 
 JSON_FIELDS = ("losses", "param_checksum", "state_bytes", "comm_bytes", "step_seconds")
 """The keys of ``python -m distlib.train --json``, in order (the book's contract)."""
@@ -60,7 +60,11 @@ class RankReport:
     mean over the steps after the first); ``first_step`` the first step it ran
     (after a resume, the one after the checkpoint's) and ``save_seconds``, per
     step, the time the step spent on its checkpoint (the whole write, or with
-    ``--checkpoint-async`` the snapshot only).
+    ``--checkpoint-async`` the snapshot only). With experts,
+    ``tokens_per_expert`` is, per step, the assignments (token, chosen expert)
+    of this rank's tokens that each expert computed, over all its blocks, and
+    ``dropped_tokens``, per step, those dropped for want of capacity
+    (:mod:`distlib.train.experts`); both empty without experts.
     """
 
     rank: int
@@ -90,6 +94,8 @@ class RankReport:
     unit_seconds: list = field(default_factory=list)
     first_step: int = 1
     save_seconds: list[float] = field(default_factory=list)
+    tokens_per_expert: list = field(default_factory=list)
+    dropped_tokens: list[int] = field(default_factory=list)
 
 
 def _mean(values) -> float:
@@ -168,6 +174,11 @@ class TrainResult:
     overlap_wait_seconds: list[float] | None = None
     """With ``overlap``: per step, the most seconds a rank waited for the collectives it had started in the
     background (what computation did not hide; the pipeline's posted receives count as idle time instead)."""
+    tokens_per_expert: list | None = None
+    """With experts: per step, the assignments each expert computed, summed over every block and rank (``E``
+    integers a step); ``None`` without experts."""
+    dropped_tokens: list[int] | None = None
+    """With experts: per step, the assignments dropped for want of capacity, over every block and rank."""
 
     @classmethod
     def from_ranks(cls, reports, *, layout: Layout, seed: int, log: str = "", run_id: str = "") -> "TrainResult":
@@ -180,6 +191,10 @@ class TrainResult:
             stages.update(overlap=tuple(reports[0].overlap), overlap_wait_seconds=[
                 max(r.overlap_wait_seconds[i] for r in reports) for i in range(len(seconds))])
         stages["first_step"] = reports[0].first_step
+        if reports[0].tokens_per_expert:  # summed over the ranks: every token is routed on one rank
+            stages.update(tokens_per_expert=[[sum(c) for c in zip(*(r.tokens_per_expert[i] for r in reports))]
+                                             for i in range(len(seconds))],
+                          dropped_tokens=[sum(r.dropped_tokens[i] for r in reports) for i in range(len(seconds))])
         return cls(layout=layout, seed=seed, losses=list(reports[0].losses),
                    param_checksum=math.fsum(r.checksum_part for r in reports),
                    state_bytes=[r.state_bytes for r in reports], comm_bytes=[r.comm_bytes for r in reports],
@@ -188,7 +203,8 @@ class TrainResult:
 
     def to_json(self) -> dict:
         """The object ``python -m distlib.train --json`` prints: :data:`JSON_FIELDS`, :data:`EVERY_RUN_FIELDS`;
-        for a pipeline :data:`PIPELINE_FIELDS`; with ``--overlap``, ``overlap`` and ``overlap_wait_seconds``; for a run across a mini cluster (``--nodes``), ``nodes``,
+        for a pipeline :data:`PIPELINE_FIELDS`; with ``--overlap``, ``overlap`` and ``overlap_wait_seconds``; with
+        ``--experts``, ``tokens_per_expert`` and ``dropped_tokens``; for a run across a mini cluster (``--nodes``), ``nodes``,
         ``link_gbit`` and ``link_bytes``."""
         data = {name: getattr(self, name) for name in JSON_FIELDS + EVERY_RUN_FIELDS}
         if self.layout.is_pipeline:
@@ -197,6 +213,8 @@ class TrainResult:
             data["first_step"] = self.first_step
         if self.overlap:
             data.update(overlap=list(self.overlap), overlap_wait_seconds=self.overlap_wait_seconds)
+        if self.tokens_per_expert is not None:  # --experts: the routing, per step
+            data.update(tokens_per_expert=self.tokens_per_expert, dropped_tokens=self.dropped_tokens)
         if self.nodes is not None:  # --nodes: where the ranks ran, and what crossed the links
             data.update(nodes=self.nodes, link_gbit=self.link_gbit, link_bytes=dict(self.link_bytes))
         return data
@@ -214,3 +232,15 @@ def _stage_times(reports, layout: Layout) -> dict:
                 busy_seconds=[_mean(r.busy_seconds[i] for r in rs for i in steps) for rs in by_stage],
                 measured_bubble=_mean(_idle_share(by_stage, i) for i in steps), predicted_bubble=sim.bubble_fraction,
                 predicted_idle_seconds=list(sim.idle_time))
+
+
+def progress_losses(text: str) -> dict:
+    """``{step: loss}`` from rank 0's progress lines (``step 4/6  loss 3.755432  27.1 ms``): what a run that
+    failed had trained before it stopped (its report never came; its progress did).
+
+    >>> progress_losses("step 1/6  loss 4.659452  12.0 ms\\nstep 2/6  loss 4.566986  9.1 ms\\nrank 1 killed")
+    {1: 4.659452, 2: 4.566986}
+    """
+    import re
+
+    return {int(m.group(1)): float(m.group(2)) for m in re.finditer(r"^step (\d+)/\d+\s+loss (\S+)", text, re.M)}
