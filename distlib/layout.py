@@ -415,8 +415,13 @@ def _cp_problem(lay: Layout, config, batch) -> str | None:
 
 
 def _ep_problem(lay: Layout, config, batch) -> str | None:
-    """Expert parallelism: ``ep`` divides the ``dp * cp`` replicas and the experts."""
+    """Experts and expert parallelism: ``ep`` divides the ``dp * cp`` replicas and the experts; the trainer's
+    experts are not cut by tensor parallelism (``--tp 1``), and with ``ep`` above 1 a step runs one microbatch
+    (:mod:`distlib.train.expert_parallel`)."""
     experts = getattr(config, "experts", 0) or 0
+    if experts and lay.tp > 1:
+        return (f"--tp must be 1 with --experts (the trainer does not cut experts by tensor parallelism; "
+                f"split them with --ep instead), got {lay.tp}")
     if lay.ep == 1:
         return None
     if not experts:
@@ -426,4 +431,7 @@ def _ep_problem(lay: Layout, config, batch) -> str | None:
                 f"one of {_join(_divisors(lay.replicas))}; got {lay.ep}")
     if experts % lay.ep:
         return f"--ep must divide the {experts} experts: one of {_join(_divisors(experts))}; got {lay.ep}"
+    if (lay.microbatches or 1) > 1:
+        return (f"--microbatches must be 1 with --ep {lay.ep} (expert parallelism does not accumulate "
+                f"microbatches yet), got {lay.microbatches}")
     return None

@@ -38,7 +38,7 @@ FORBIDDEN = {"matplotlib", "ipywidgets", "IPython"}
 LAUNCHERS = {"distlib.bench", "distlib.minicluster", "distlib.run", "distlib.train"}
 #: The modules inside a launcher package that only compute (typed results, the trainer's model, data, optimizer,
 #: microbatch arithmetic and pipeline stages): on the model floor, so plots and models may import them.
-LAUNCHER_MODELS = {"distlib.train.model", "distlib.train.data", "distlib.train.adam",
+LAUNCHER_MODELS = {"distlib.train.model", "distlib.train.experts", "distlib.train.data", "distlib.train.adam",
                    "distlib.train.results", "distlib.train.microbatches", "distlib.train.pipeline_parallel"}
 #: The packages of the other layers, each with its own rules below.
 LAYER_PACKAGES = {"distlib.engines", "distlib.plots", "distlib.widgets", "distlib.examples", "distlib.static"}

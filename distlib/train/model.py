@@ -66,8 +66,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._check import check_int
+from .._check import check_int, check_real
 from .data import GLOBAL_BATCH
+from .experts import moe_backward, moe_forward
 
 __all__ = ["Config", "UnitSpec", "unit_specs", "init_units", "shard_unit", "forward_unit", "backward_unit",
            "loss_and_grads", "LN_EPS", "SP_SUMMED"]
@@ -98,6 +99,14 @@ class Config:
     layers: int = 8
     batch: int = GLOBAL_BATCH
     """Sequences in a step's global batch, which the data-parallel replicas and the microbatches split."""
+    experts: int = 0
+    """Experts per block (0: the dense MLP); each block's MLP is then a router and this many expert MLPs
+    (:mod:`distlib.train.experts`)."""
+    top_k: int = 0
+    """Experts each token is routed to (1 to ``experts``; 0 without experts)."""
+    capacity_factor: float | None = None
+    """Each expert takes at most ``ceil(capacity_factor * tokens * top_k / experts)`` of a rank's assignments,
+    the rest dropped (:func:`distlib.train.experts.capacity`); ``None``: no bound, nothing dropped."""
 
     @property
     def ffn(self) -> int:
@@ -118,6 +127,18 @@ class Config:
             check_int(name, getattr(self, name), minimum=1)
         if self.hidden % self.heads:
             raise ValueError(f"hidden must be a multiple of heads ({self.heads}), got {self.hidden}")
+        check_int("experts", self.experts, minimum=0)
+        if self.experts:
+            check_int("top_k", self.top_k, minimum=1, maximum=self.experts)
+        elif self.top_k or self.capacity_factor is not None:
+            raise ValueError(f"{'top_k' if self.top_k else 'capacity_factor'} needs experts (experts above 0)")
+        if self.capacity_factor is not None:
+            check_real("capacity_factor", self.capacity_factor, minimum=0.0, strict_min=True)
+
+    @property
+    def moe(self) -> bool:
+        """Whether the blocks' MLPs are mixtures of experts."""
+        return self.experts > 0
 
 
 @dataclass(frozen=True)
@@ -172,15 +193,22 @@ def unit_specs(config: Config, tp: int = 1) -> list:
     ['embed', 'block0', 'block1', 'head']
     >>> dict((n, s) for n, s, _ in unit_specs(Config(), tp=2)[1].tensors)["wq"]   # 2 of 4 heads
     (32, 16)
+    >>> [n for n, _, _ in unit_specs(Config(layers=1, experts=2, top_k=1))[1].tensors][8:]  # router, 2 experts
+    ['wr', 'w1.0', 'b1.0', 'w2.0', 'b2.0', 'w1.1', 'b1.1', 'w2.1', 'b2.1']
     """
     c = config
     tp = check_int("tp", tp, minimum=1)
     if c.heads % tp or c.ffn % tp:
         raise ValueError(f"tp must divide heads ({c.heads}) and ffn ({c.ffn}), got {tp}")
+    if c.moe and tp > 1:
+        raise ValueError(f"tp must be 1 with experts (the experts are not cut by tensor parallelism here), got {tp}")
     h, f = c.hidden, c.ffn
+    mlp = [("w1", (h, f), "col"), ("b1", (f,), "col"), ("w2", (f, h), "row"), ("b2", (h,), "rep")]
+    if c.moe:  # the router, then each expert's MLP, as the dense one (distlib.train.experts)
+        mlp = [("wr", (h, c.experts), "rep")] + [(f"{name}.{e}", shape, split) for e in range(c.experts)
+                                                 for name, shape, split in mlp]  # fmt: skip
     block = [("ln1_g", (h,), "rep"), ("ln1_b", (h,), "rep"), ("wq", (h, h), "col"), ("wk", (h, h), "col"),
-             ("wv", (h, h), "col"), ("wo", (h, h), "row"), ("ln2_g", (h,), "rep"), ("ln2_b", (h,), "rep"),
-             ("w1", (h, f), "col"), ("b1", (f,), "col"), ("w2", (f, h), "row"), ("b2", (h,), "rep")]
+             ("wv", (h, h), "col"), ("wo", (h, h), "row"), ("ln2_g", (h,), "rep"), ("ln2_b", (h,), "rep"), *mlp]
     units = [("embed", [("tok", (c.vocab, h), "rep"), ("pos", (c.seq, h), "rep")])]
     units += [(f"block{i}", block) for i in range(c.layers)]
     units += [("head", [("lnf_g", (h,), "rep"), ("lnf_b", (h,), "rep"), ("w_out", (h, c.vocab), "rep")])]
@@ -188,6 +216,7 @@ def unit_specs(config: Config, tp: int = 1) -> list:
 
 
 def _init_tensor(rng, name, shape, config):
+    name = name.split(".")[0]  # an expert's tensor is drawn as the dense MLP's of its name
     if name.endswith("_g"):
         return np.ones(shape)
     if name.endswith("_b") or name in ("b1", "b2"):
@@ -411,26 +440,64 @@ def _block_backward_sp(p, dy, cache, config, sp, g, cp=None):
     return dx + dx1
 
 
-def _block_forward(p, x, config, reduce, cp=None):
+def _expert_mlp(x, w1, b1, w2, b2):
+    """One expert of a mixture on its rows: the dense MLP, whole (``(out, cache)``)."""
+    z = x @ w1 + b1
+    a, t = _gelu(z)
+    return a @ w2 + b2, (z, a, t)
+
+
+def _expert_mlp_back(d, x, cache, w1, b1, w2, b2, gw1, gb1, gw2, gb2):
+    """The backward of :func:`_expert_mlp`: its weights' gradients into ``gw1 ... gb2``; the rows' gradient."""
+    z, a, t = cache
+    gb2[...], gw2[...] = d.sum(axis=0), a.T @ d
+    dz = _gelu_back(d @ w2.T, z, t)
+    gb1[...], gw1[...] = dz.sum(axis=0), x.T @ dz
+    return dz @ w1.T
+
+
+def _moe_forward(p, x1, h2, config, moe):
+    """A block's mixture of experts after its second norm (:mod:`distlib.train.experts`): output and cache."""
+    flat = h2.reshape(-1, h2.shape[-1])  # tokens in order: each sequence's positions, sequence after sequence
+    y, cache = moe_forward(p, flat, top_k=config.top_k, factor=config.capacity_factor, mlp=_expert_mlp,
+                           exchange=moe)  # fmt: skip
+    return x1 + y.reshape(x1.shape), cache
+
+
+def _block_forward(p, x, config, reduce, cp=None, moe=None):
     h, ln1 = _ln(x, p["ln1_g"], p["ln1_b"])
     ctx, att = _attention(h, p, config.head_dim, cp)
     x1 = x + _sum_tp(reduce, ctx @ p["wo"])  # row-parallel: partial sums over ranks
     h2, ln2 = _ln(x1, p["ln2_g"], p["ln2_b"])
+    if config.moe:
+        y, cache = _moe_forward(p, x1, h2, config, moe)
+        return y, (h, ln1, ctx, att, h2, ln2, cache)
     z = h2 @ p["w1"] + p["b1"]
     a, t = _gelu(z)
     y = x1 + _sum_tp(reduce, a @ p["w2"]) + p["b2"]  # the bias once, after the sum
     return y, (h, ln1, ctx, att, h2, ln2, z, a, t)
 
 
-def _block_backward(p, dy, cache, config, reduce, g, cp=None):
-    h, ln1, ctx, att, h2, ln2, z, a, t = cache
+def _mlp_backward(p, dy, h2, mlp, reduce, g, config, moe):
+    """The MLP's (or the mixture's) backward: its gradients into ``g``; a callable giving the gradient of ``h2``."""
     flat = lambda x: x.reshape(-1, x.shape[-1])  # noqa: E731
+    if config.moe:
+        dh2 = moe_backward(p, g, flat(dy), flat(h2), mlp, mlp_back=_expert_mlp_back, exchange=moe)
+        return lambda: dh2.reshape(dy.shape)
+    z, a, t = mlp
     g["b2"][...] = flat(dy).sum(axis=0)
     g["w2"][...] = flat(a).T @ flat(dy)
     dz = _gelu_back(dy @ p["w2"].T, z, t)
     dh2 = _start_sum(reduce, dz @ p["w1"].T)  # column-parallel input gradient: sum over ranks, started first
     g["w1"][...] = flat(h2).T @ flat(dz)  # (under that sum, when it runs in the background)
     g["b1"][...] = flat(dz).sum(axis=0)
+    return dh2
+
+
+def _block_backward(p, dy, cache, config, reduce, g, cp=None, moe=None):
+    h, ln1, ctx, att, h2, ln2, *mlp = cache
+    flat = lambda x: x.reshape(-1, x.shape[-1])  # noqa: E731
+    dh2 = _mlp_backward(p, dy, h2, mlp[0] if config.moe else mlp, reduce, g, config, moe)
     dx1, g["ln2_g"][...], g["ln2_b"][...] = _ln_back(dh2(), ln2, p["ln2_g"])
     dx1 += dy
     g["wo"][...] = flat(ctx).T @ flat(dx1)
@@ -463,7 +530,8 @@ def _head_backward(p, cache, g):
     return dx
 
 
-def forward_unit(spec: UnitSpec, flat, x, *, config: Config, targets=None, reduce=None, sp=None, cp=None):
+def forward_unit(spec: UnitSpec, flat, x, *, config: Config, targets=None, reduce=None, sp=None, cp=None,
+                 moe=None):  # fmt: skip
     """One unit's forward pass: ``(output, cache)``.
 
     Parameters
@@ -491,6 +559,10 @@ def forward_unit(spec: UnitSpec, flat, x, *, config: Config, targets=None, reduc
         sequence only (``cp.positions``, the embeddings' positions too), and
         every attention asks ``cp`` for the other ranks' keys and values.
         Everything else works position by position, unchanged.
+    moe : optional
+        With experts (``config.experts``): the exchange that brings each expert its rows and counts the
+        routing (:class:`distlib.train.experts.LocalExperts`, or expert parallelism's
+        :class:`~distlib.train.expert_parallel.ExpertParallel`); ``None``: every expert here, nothing counted.
 
     Returns
     -------
@@ -518,10 +590,11 @@ def forward_unit(spec: UnitSpec, flat, x, *, config: Config, targets=None, reduc
         return _head_forward(p, x if sp is None else sp.gather(x), targets)  # the whole sequence again
     if sp is not None:
         return _block_forward_sp(p, x, config, sp, cp)
-    return _block_forward(p, x, config, reduce, cp)
+    return _block_forward(p, x, config, reduce, cp, moe)
 
 
-def backward_unit(spec: UnitSpec, flat, dy, cache, grad, *, config: Config, reduce=None, sp=None, cp=None):
+def backward_unit(spec: UnitSpec, flat, dy, cache, grad, *, config: Config, reduce=None, sp=None, cp=None,
+                  moe=None):  # fmt: skip
     """One unit's backward pass: writes its gradient into ``grad``, returns the gradient of its input.
 
     Parameters
@@ -536,7 +609,7 @@ def backward_unit(spec: UnitSpec, flat, dy, cache, grad, *, config: Config, redu
     grad : ndarray
         Where the unit's gradient goes (flat, like ``flat``; overwritten).
     config : Config
-    reduce, sp, cp : optional
+    reduce, sp, cp, moe : optional
         As for :func:`forward_unit`.
 
     Returns
@@ -571,7 +644,7 @@ def backward_unit(spec: UnitSpec, flat, dy, cache, grad, *, config: Config, redu
         return dx if sp is None else sp.split(dx)  # the gather's backward: every rank has it whole, keeps its own
     if sp is not None:
         return _block_backward_sp(p, dy, cache, config, sp, g, cp)
-    return _block_backward(p, dy, cache, config, reduce, g, cp)
+    return _block_backward(p, dy, cache, config, reduce, g, cp, moe)
 
 
 def loss_and_grads(config: Config, units, tokens, targets):
