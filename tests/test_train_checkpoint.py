@@ -230,3 +230,26 @@ def test_a_bad_restart_flag_is_one_line(argv, text, capsys):
     status = main(argv)
     err = capsys.readouterr().err
     assert status == 2 and err.count("\n") == 1 and text in err, err
+
+
+@pytest.mark.engines
+@pytest.mark.slow
+@needs_mpi
+def test_a_save_torn_by_a_kill_is_never_loaded_and_the_one_before_is(tmp_path, uninterrupted):
+    """Rank 0, which commits, dies after writing its shard of step 3's checkpoint: step 3's folder stays partial,
+    the resumed run starts after step 2, and ends as if never stopped."""
+    from distlib.engines import RunError
+    from distlib.train.launch import train
+
+    losses, checksum = uninterrupted
+    with pytest.raises(RunError) as failure:
+        train(dp=2, zero=1, steps=STEPS, seed=SEED, timeout=120, checkpoint_dir=tmp_path, kill_rank=0,
+              kill_at_step=3, kill_during="save")  # fmt: skip
+    assert failure.value.rank == 0
+    assert [step for step, _ in list_checkpoints(tmp_path)] == [1, 2]
+    torn = [p for p in tmp_path.iterdir() if p.name.startswith(f".partial-{step_name(3)}")]
+    assert torn and not (torn[0] / "meta.json").exists() and list(torn[0].glob("rank-*.bin"))
+    after = train(tp=2, steps=STEPS, seed=SEED, timeout=120, checkpoint_dir=tmp_path, resume=True)
+    assert after.first_step == 3
+    assert max(_rel(a, b) for a, b in zip(after.losses, losses[2:])) < 1e-9
+    assert _rel(after.param_checksum, checksum) < 1e-9

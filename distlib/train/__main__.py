@@ -91,6 +91,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--kill-rank", type=int, default=None,
                         help="with --kill-at-step: this rank SIGKILLs itself, as a failing node would (teaching)")
     parser.add_argument("--kill-at-step", type=int, default=None, help="the step (1-based) during which it does")
+    parser.add_argument("--kill-during", default="step",
+                        help="step (after its backward pass, default) or save (after writing its shard of that "
+                             "step's checkpoint, before the commit: a torn save)")
     parser.add_argument("--max-restarts", type=int, default=0,
                         help="with --engine gloo and --checkpoint-dir: run under torchrun, which starts every rank "
                              "again after a failure, up to this many times (0 to 10); they resume from the newest "
@@ -182,7 +185,7 @@ def main(argv=None) -> int:
                link_gbit=ns.link_gbit, overlap=ns.overlap, bucket_mb=ns.bucket_mb, prefetch_depth=ns.prefetch_depth,
                checkpoint_dir=ns.checkpoint_dir, checkpoint_every=ns.checkpoint_every, resume=ns.resume,
                checkpoint_async=ns.checkpoint_async, max_restarts=ns.max_restarts,
-               kill_rank=ns.kill_rank, kill_at_step=ns.kill_at_step)
+               kill_rank=ns.kill_rank, kill_at_step=ns.kill_at_step, kill_during=ns.kill_during)
     try:
         config = _config(ns)
         layout = check_run(**degrees, **run, config=config)

@@ -192,7 +192,7 @@ def _read_shard(file: Path, entry: dict) -> dict:
 
 
 def save_checkpoint(comm, directory, step: int, *, layout, units: list, config: Config, seed: int, adam,
-                    run_layout, tp_rank: int) -> Path:  # fmt: skip
+                    run_layout, tp_rank: int, after_write=None) -> Path:  # fmt: skip
     """Every rank of ``comm`` writes its shard of step ``step``; rank 0 commits the folder. Collective.
 
     Parameters
@@ -211,6 +211,9 @@ def save_checkpoint(comm, directory, step: int, *, layout, units: list, config: 
         The parallel layout, written to ``meta.json``.
     tp_rank : int
         This rank's place in its tensor-parallel group.
+    after_write : callable, optional
+        Called once this rank's shard is written, before the commit (the trainer's ``--kill-during save``
+        kills the rank there: a torn save).
 
     Returns
     -------
@@ -221,6 +224,8 @@ def save_checkpoint(comm, directory, step: int, *, layout, units: list, config: 
     tag = comm.bcast_object(uuid.uuid4().hex[:12] if comm.rank == 0 else None)
     partial = directory / f".partial-{step_name(step)}-{tag}"
     mine = _write_shard(partial, comm.rank, _pieces(layout, units, config, tp_rank, run_layout.tp))
+    if after_write is not None:
+        after_write()
     files = comm.allgather_object(mine)
     final = directory / step_name(step)
     if comm.rank == 0:

@@ -92,7 +92,8 @@ def run_problem(layout: Layout | None = None, *, steps, seed, engine, timeout, r
                 link_gbit=None, config: Config = Config(), max_ranks: int | None = None, overlap="none",
                 bucket_mb: float | None = None, prefetch_depth: int | None = None, checkpoint_dir=None,
                 checkpoint_every: int = 1, resume: bool = False, kill_rank=None, kill_at_step=None,
-                checkpoint_async: bool = False, max_restarts: int = 0, **degrees) -> str | None:  # fmt: skip
+                checkpoint_async: bool = False, max_restarts: int = 0, kill_during: str = "step",
+                **degrees) -> str | None:  # fmt: skip
     """The first flag of a run out of its range, as one line naming it and the range; ``None`` if all fit.
 
     Examples
@@ -123,7 +124,8 @@ def run_problem(layout: Layout | None = None, *, steps, seed, engine, timeout, r
     problem = lay.problem(config) or _overlap_flags_problem(lay, overlap, bucket_mb, prefetch_depth)
     problem = problem or _checkpoint_problem(lay, config, steps=steps, checkpoint_dir=checkpoint_dir,
                                              checkpoint_every=checkpoint_every, resume=resume, kill_rank=kill_rank,
-                                             kill_at_step=kill_at_step, checkpoint_async=checkpoint_async)  # fmt: skip
+                                             kill_at_step=kill_at_step, checkpoint_async=checkpoint_async,
+                                             kill_during=kill_during)  # fmt: skip
     problem = problem or _restart_problem(engine, max_restarts, checkpoint_dir)
     return problem or _placement_problem(lay, ranks=ranks, nodes=nodes, link_gbit=link_gbit, engine=engine)
 
@@ -141,7 +143,7 @@ def _restart_problem(engine, max_restarts, checkpoint_dir) -> str | None:
 
 
 def _checkpoint_problem(lay: Layout, config: Config, *, steps, checkpoint_dir, checkpoint_every, resume, kill_rank,
-                        kill_at_step, checkpoint_async=False) -> str | None:  # fmt: skip
+                        kill_at_step, checkpoint_async=False, kill_during="step") -> str | None:  # fmt: skip
     """``--checkpoint-dir``, ``--checkpoint-every``, ``--resume`` (the newest checkpoint there, checked whole:
     the model's sizes, every shard's size and checksum, its step below ``--steps``), ``--kill-rank`` and
     ``--kill-at-step``."""
@@ -179,6 +181,12 @@ def _checkpoint_problem(lay: Layout, config: Config, *, steps, checkpoint_dir, c
         problem = problem or _range_problem("kill-at-step", kill_at_step, first, steps)
         if problem:
             return problem
+    if kill_during not in ("step", "save"):
+        return f"--kill-during must be step or save, got {kill_during!r}"
+    if kill_during == "save" and (checkpoint_dir is None or checkpoint_async or kill_at_step is None
+                                  or kill_at_step % checkpoint_every):  # fmt: skip
+        return ("--kill-during save needs --kill-rank, a blocking --checkpoint-dir and a --kill-at-step that saves "
+                f"(a multiple of --checkpoint-every {checkpoint_every})")
     return None
 
 
@@ -277,7 +285,7 @@ def train(layout: Layout | None = None, *, steps: int = 10, seed: int = 0, engin
           link_gbit: float | None = None, config: Config = Config(), overlap="none", bucket_mb: float | None = None,
           prefetch_depth: int | None = None, checkpoint_dir=None, checkpoint_every: int = 1, resume: bool = False,
           kill_rank: int | None = None, kill_at_step: int | None = None, checkpoint_async: bool = False,
-          max_restarts: int = 0, **degrees) -> TrainResult:  # fmt: skip
+          max_restarts: int = 0, kill_during: str = "step", **degrees) -> TrainResult:  # fmt: skip
     """Train the book's model with a layout on its ranks of ``engine``; the run's :class:`TrainResult`.
 
     Parameters
@@ -314,8 +322,9 @@ def train(layout: Layout | None = None, *, steps: int = 10, seed: int = 0, engin
         ``checkpoint_dir``; with ``resume``, start from the newest complete one there, whatever layout wrote
         it, and run the steps after it up to ``steps`` (``first_step`` says where it started); with
         ``checkpoint_async``, each written by a thread while the next steps run.
-    kill_rank, kill_at_step
-        That rank ``SIGKILL`` s itself during that step: the run then fails, naming it
+    kill_rank, kill_at_step, kill_during
+        That rank ``SIGKILL`` s itself during that step (``kill_during="save"``: during that step's
+        checkpoint, after writing its shard, before the commit): the run then fails, naming it
         (:class:`distlib.engines.RunError`), as a node that dies would make it.
     max_restarts : int
         gloo only: the ranks run under ``torchrun --max-restarts``, which starts them all again after a
@@ -334,9 +343,11 @@ def train(layout: Layout | None = None, *, steps: int = 10, seed: int = 0, engin
     saving = dict(checkpoint_dir=checkpoint_dir, checkpoint_every=checkpoint_every, resume=resume,
                   checkpoint_async=checkpoint_async)
     lay = check_run(layout, **run, ranks=ranks, nodes=nodes, link_gbit=link_gbit, config=config, **hide, **saving,
-                    kill_rank=kill_rank, kill_at_step=kill_at_step, max_restarts=max_restarts, **degrees)  # fmt: skip
+                    kill_rank=kill_rank, kill_at_step=kill_at_step, max_restarts=max_restarts, kill_during=kill_during,
+                    **degrees)  # fmt: skip
     run["overlap"] = overlap_of(lay, **hide)
-    run.update(saving, kill_at=None if kill_rank is None else (kill_rank, kill_at_step), max_restarts=max_restarts)
+    run.update(saving, kill_at=None if kill_rank is None else (kill_rank, kill_at_step, kill_during),
+               max_restarts=max_restarts)
     nodes = cluster_nodes(nodes, link_gbit)
     if nodes is None:
         return _train_here(lay, config=config, **run)

@@ -49,6 +49,7 @@ from .adam import Adam
 from .context_parallel import context_parallel
 from .data import global_batch, local_batch
 from .data_parallel import Ledger, make_layout
+from .expert_parallel import expert_layout, moe_exchange
 from .microbatches import mean_loss, scale_accumulated, split_microbatches
 from .model import Config, init_units, shard_unit, unit_specs
 from .overlap import DEFAULT_BUCKET_MB, Overlap
@@ -81,12 +82,17 @@ def run_argv(layout: Layout, *, steps: int, seed: int, engine: str, config: Conf
         + (["--checkpoint-async"] if checkpoint_async else [])
     if kill_at is not None:
         saving += ["--kill-rank", str(kill_at[0]), "--kill-at-step", str(kill_at[1])]
+        if len(kill_at) > 2 and kill_at[2] != "step":
+            saving += ["--kill-during", kill_at[2]]
     return [*layout.argv(), "--steps", str(steps), "--seed", str(seed), "--engine", engine, *sum(sizes, []),
             *overlap.argv(), *saving]
 
 
 def _checksum_part(layout, specs, tp_rank: int) -> float:
-    """This rank's share of the sum of every parameter: its chunks, without the replicated copies off ``tp_rank`` 0."""
+    """This rank's share of the sum of every parameter: its chunks, without the replicated copies off ``tp_rank`` 0
+    (with expert parallelism, its chunks of each part: the non-expert units and its experts)."""
+    if hasattr(layout, "parts"):
+        return sum(_checksum_part(part, part.specs, tp_rank) for part in layout.parts)
     total = 0.0
     for k, spec in enumerate(specs):
         start, values = layout.owned(k)
@@ -145,8 +151,13 @@ def _build(comm, lay: Layout, config: Config, seed: int, adam: Adam, cp_options:
     hides = dict(buckets="buckets" in overlap, bucket_bytes=overlap.bucket_bytes,
                  prefetch=overlap.prefetch_depth if "prefetch" in overlap else 0, microbatches=lay.microbatches,
                  background=threads.channel("data", groups.replicas))  # fmt: skip
-    layout = make_layout(lay.zero, [specs[u] for u in mine], [shard_unit(full[u], every[u], at.tp, lay.tp) for u in mine],
-                         data_comm, adam=adam, ledger=ledger, **hides)  # fmt: skip
+    held = ([specs[u] for u in mine], [shard_unit(full[u], every[u], at.tp, lay.tp) for u in mine])
+    if lay.ep > 1:  # the experts cut over the ep group, their gradients reduced over expert_replicas
+        layout = expert_layout(lay.zero, *held, config=config, ep_rank=at.ep, ep=lay.ep, comm=data_comm,
+                               expert_comm=SubComm(counted, list(groups.expert_replicas)), adam=adam, ledger=ledger,
+                               **hides)  # fmt: skip
+    else:
+        layout = make_layout(lay.zero, *held, data_comm, adam=adam, ledger=ledger, **hides)
     if start is not None:  # resharding on load: this layout's cut of the whole units, moments included
         local = lambda whole: np.concatenate([shard_unit(full[u], whole[u], at.tp, lay.tp) for u in mine])  # noqa: E731
         layout.load_state(local(start.weights), local(start.m), local(start.v))
@@ -155,7 +166,7 @@ def _build(comm, lay: Layout, config: Config, seed: int, adam: Adam, cp_options:
     cp = context_parallel(cp_comm, kind=lay.cp_kind, seq=config.seq, **cp_options)
     stage = Stage(config=config, stage=at.pp, pp=lay.pp, chunks=lay.chunks, microbatches=lay.microbatches,
                   layout=layout, chunk_units=chunks, pp_comm=pp_comm, reduce=reduce, ledger=ledger, sp=sp,
-                  cp=cp, receiver=threads.receiver)  # fmt: skip
+                  cp=cp, receiver=threads.receiver, moe=moe_exchange(config, SubComm(counted, list(groups.ep))))  # fmt: skip
     ops = stage_ops(lay.schedule, lay.pp, lay.microbatches, at.pp, chunks=lay.chunks)
     return counted, at, (data_comm, pp_comm), stage, ops, ledger, threads, mine
 
@@ -213,9 +224,11 @@ def train_rank(comm, layout: Layout, *, steps: int, seed: int, config: Config = 
     checkpoint_async : bool
         Each rank copies its state and a thread of its own writes it while the next steps run
         (:class:`~distlib.train.checkpoint.AsyncSaver`); the step waits only for the copy.
-    kill_at : (rank, step), optional
+    kill_at : (rank, step) or (rank, step, "save"), optional
         That rank ``SIGKILL`` s itself during that step (1-based), after its forward and backward passes and
-        before the update: a failure made on purpose (real processes only, not threads).
+        before the update: a failure made on purpose (real processes only, not threads). With ``"save"``, during
+        that step's checkpoint instead, once its shard is written and before the checkpoint is committed (a
+        torn save, never read).
 
     Returns
     -------
@@ -263,7 +276,8 @@ class _Run:
     """One rank's run, step by step: its parts (:func:`_build`), the times and losses so far, its checkpoints."""
 
     def __init__(self, comm, layout, config, seed, adam, built, *, checkpoint, kill_at):
-        self.comm, self.layout, self.config, self.seed, self.adam, self.kill_at = comm, layout, config, seed, adam, kill_at
+        self.comm, self.layout, self.config, self.seed, self.adam = comm, layout, config, seed, adam
+        self.kill_at = None if kill_at is None else (*kill_at[:2], kill_at[2] if len(kill_at) > 2 else "step")
         (self.counted, self.at, (self.data_comm, self.pp_comm), self.stage, self.ops, self.ledger, self.threads,
          self.mine) = built  # fmt: skip
         self.checkpoint_dir, self.checkpoint_every, checkpoint_async = checkpoint
@@ -284,7 +298,7 @@ class _Run:
         if stage.cp is not None:  # this rank's positions of every sequence
             batch = tuple(stage.cp.local(part) for part in batch)
         mb_losses, clock, ran = stage.step(self.ops, split_microbatches(*batch, self.layout.microbatches))
-        if self.kill_at is not None and self.kill_at == (self.comm.rank, step):
+        if self.kill_at == (self.comm.rank, step, "step"):
             _kill_self(step)
         times["flush"].append(time.perf_counter() - start)
         self.ran_first = self.ran_first or ran
@@ -293,6 +307,8 @@ class _Run:
         if self.checkpoint_dir is not None and step % self.checkpoint_every == 0:
             self._save(step)
         times["save"].append(time.perf_counter() - saved)
+        if stage.moe is not None:
+            stage.moe.routed.end_step()
         _record(times, clock, time.perf_counter() - start)
         times["waited"].append(self.threads.waited - waited)
         times["units"].append(stage.unit_seconds)
@@ -305,7 +321,9 @@ class _Run:
         if self.saver is not None:
             self.saver.save(step, **what)  # the snapshot only; written while the next steps run
         else:
-            save_checkpoint(self.comm, self.checkpoint_dir, step, **what)
+            torn = self.kill_at == (self.comm.rank, step, "save")
+            save_checkpoint(self.comm, self.checkpoint_dir, step, **what,
+                            after_write=(lambda: _kill_self(step)) if torn else None)  # fmt: skip
 
     def report(self, overlap: Overlap, *, first: int) -> RankReport:
         """End the run (its threads; the last checkpoint committed) and say what it did."""
@@ -327,7 +345,13 @@ class _Run:
                           attention_seconds=stage.cp.seconds if stage.cp else 0.0,
                           attention_wait_seconds=stage.cp.wait_seconds if stage.cp else 0.0,
                           overlap_wait_seconds=times["waited"], overlap=list(overlap.kinds), unit_seconds=units,
-                          first_step=first, save_seconds=times["save"])  # fmt: skip
+                          first_step=first, save_seconds=times["save"],
+                          **(_routing(stage.moe.routed) if stage.moe is not None else {}))  # fmt: skip
+
+
+def _routing(routed) -> dict:
+    """The report's routing counts: per step, this rank's assignments per expert and those it dropped."""
+    return dict(tokens_per_expert=routed.tokens_per_expert, dropped_tokens=routed.dropped_tokens)
 
 
 def _resume_from(directory, config):
@@ -388,6 +412,7 @@ def _parse(argv) -> tuple:
     parser.add_argument("--checkpoint-async", action="store_true")
     parser.add_argument("--kill-rank", type=int, default=None)
     parser.add_argument("--kill-at-step", type=int, default=None)
+    parser.add_argument("--kill-during", choices=("step", "save"), default="step")
     for f in fields(Config):
         parser.add_argument(f"--{f.name}", dest=f"config_{f.name}", type=int, default=f.default)
     ns = parser.parse_args(argv)
@@ -395,7 +420,7 @@ def _parse(argv) -> tuple:
     overlap = Overlap(tuple(k for k in ns.overlap.split(",") if k), bucket_mb=ns.bucket_mb,
                       prefetch_depth=ns.prefetch_depth)  # fmt: skip
     saving = dict(checkpoint_dir=ns.checkpoint_dir, checkpoint_every=ns.checkpoint_every, resume=ns.resume,
-                  kill_at=None if ns.kill_rank is None else (ns.kill_rank, ns.kill_at_step),
+                  kill_at=None if ns.kill_rank is None else (ns.kill_rank, ns.kill_at_step, ns.kill_during),
                   checkpoint_async=ns.checkpoint_async)  # fmt: skip
     return Layout.from_namespace(ns), ns.steps, ns.seed, ns.engine, config, not ns.cp_blocking, overlap, saving
 
