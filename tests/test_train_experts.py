@@ -1,6 +1,6 @@
 """The mixture-of-experts MLP (distlib.train.experts) in one process: its gradients against central differences,
-Mixtral's top-k gates, GShard's capacity order, dropped tokens through the residual only, and a dense model
-left as it was."""
+Mixtral's top-k gates, GShard's capacity order, dropped tokens through the residual only, the routing counts,
+and a dense model left as it was."""
 
 from __future__ import annotations
 
@@ -9,9 +9,12 @@ import math
 import numpy as np
 import pytest
 
+from distlib.engines.comm import run_threads
+from distlib.layout import Layout
 from distlib.train.data import global_batch
 from distlib.train.experts import LocalExperts, Routed, capacity, moe_forward, route
 from distlib.train.model import Config, _expert_mlp, init_units, loss_and_grads, unit_specs
+from distlib.train.rank import train_rank
 
 MOE = Config(experts=4, top_k=2)
 
@@ -101,6 +104,19 @@ def test_a_token_whose_every_choice_is_dropped_passes_through_the_residual_only(
     routed.end_step()
     assert routed.dropped_tokens == [routing.dropped] and sum(routed.tokens_per_expert[0]) == 80 - routing.dropped
     assert max(routed.tokens_per_expert[0]) <= capacity(40, 4, 2, 0.25) == 5
+
+
+def test_one_process_counts_every_assignment_each_step_and_learns():
+    c = Config(experts=4, top_k=2, capacity_factor=1.0)
+    one = run_threads(lambda comm: train_rank(comm, Layout(), steps=4, seed=5, config=c), 1, timeout=60)[0]
+    assignments = c.batch * c.seq * c.top_k * c.layers
+    assert [sum(t) + d for t, d in zip(one.tokens_per_expert, one.dropped_tokens)] == [assignments] * 4
+    assert all(d > 0 for d in one.dropped_tokens)  # a factor of 1 drops some: the routing is never even
+    cap = capacity(c.batch * c.seq, 4, 2, 1.0) * c.layers
+    assert all(max(t) <= cap for t in one.tokens_per_expert)
+    assert one.losses[-1] < one.losses[0]
+    unbounded = run_threads(lambda comm: train_rank(comm, Layout(), steps=1, seed=5, config=MOE), 1, timeout=60)[0]
+    assert unbounded.dropped_tokens == [0] and sum(unbounded.tokens_per_expert[0]) == assignments
 
 
 def test_a_dense_config_is_the_book_model_and_experts_replace_its_mlps():

@@ -161,6 +161,9 @@ class Stage:
     receiver : distlib.engines.tagged.Background, optional
         :mod:`distlib.train.overlap`'s ``pp``: a thread that takes the stage's receives, each posted one op
         ahead, so a transfer runs while the op before it computes (waiting for it is still idle time).
+    moe : optional
+        With experts: the exchange the blocks hand their tokens to and count their routing in
+        (:func:`distlib.train.expert_parallel.moe_exchange`).
 
     Attributes
     ----------
@@ -174,8 +177,9 @@ class Stage:
     """
 
     def __init__(self, *, config, stage, pp, chunks, microbatches, layout, chunk_units, pp_comm, reduce, ledger,
-                 sp=None, cp=None, receiver=None):  # fmt: skip
+                 sp=None, cp=None, receiver=None, moe=None):  # fmt: skip
         self.config, self.stage, self.pp, self.chunks, self.m = config, stage, pp, chunks, microbatches
+        self.moe = moe
         self.receiver, self._posted = receiver, {}
         self.layout, self.comm, self.reduce, self.sp, self.cp = layout, pp_comm, reduce, sp, cp
         seq = config.seq if cp is None else config.seq // cp.size  # this rank's positions of each sequence
@@ -250,7 +254,7 @@ class Stage:
             began = time.perf_counter()
             x, cache = forward_unit(self.layout.specs[k], weights, x, config=c,
                                     targets=targets if head else None, reduce=self.reduce, sp=self.sp,
-                                    cp=self.cp)  # fmt: skip
+                                    cp=self.cp, moe=self.moe)  # fmt: skip
             self.unit_seconds[0, k] += time.perf_counter() - began
             self.layout.release(k)
             caches[mb, chunk].append(cache)
@@ -274,7 +278,7 @@ class Stage:
             weights = self.layout.params(k)
             began = time.perf_counter()
             dy = backward_unit(self.layout.specs[k], weights, dy, cache, grad, config=c,
-                               reduce=self.reduce, sp=self.sp, cp=self.cp)  # fmt: skip
+                               reduce=self.reduce, sp=self.sp, cp=self.cp, moe=self.moe)  # fmt: skip
             self.unit_seconds[1, k] += time.perf_counter() - began
             if self.accumulates:
                 self.layout.grad_buffer(k)[...] += grad

@@ -49,7 +49,7 @@ from .adam import Adam
 from .context_parallel import context_parallel
 from .data import global_batch, local_batch
 from .data_parallel import Ledger, make_layout
-from .expert_parallel import expert_layout, moe_exchange
+from .expert_parallel import ep_run_problem, expert_layout, moe_exchange
 from .microbatches import mean_loss, scale_accumulated, split_microbatches
 from .model import Config, init_units, shard_unit, unit_specs
 from .overlap import DEFAULT_BUCKET_MB, Overlap
@@ -258,7 +258,7 @@ def train_rank(comm, layout: Layout, *, steps: int, seed: int, config: Config = 
     if comm.size != layout.ranks:
         raise ValueError(f"the layout's {layout.ranks} ranks ({layout.words()}) must be the ranks of comm "
                          f"({comm.size})")
-    layout.check(config)
+    _check(layout, config, overlap, checkpoint_dir)
     resumed = _resume_from(checkpoint_dir, config) if resume else None
     if kill_at is not None and comm.engine == "threads":
         raise ValueError("kill_at kills a rank's process: it needs real ranks (mpi or gloo), not threads")
@@ -270,6 +270,15 @@ def train_rank(comm, layout: Layout, *, steps: int, seed: int, config: Config = 
         if say is not None:
             say(f"step {step}/{steps}  loss {run.losses[-1]:.6f}  {run.times['step'][-1] * 1e3:.1f} ms")
     return run.report(overlap, first=1 if resumed is None else resumed.step + 1)
+
+
+def _check(layout: Layout, config: Config, overlap: Overlap, checkpoint_dir) -> None:
+    """``ValueError`` with one line if the layout does not fit ``config``, or asks expert parallelism for what it
+    does not do yet (:func:`~distlib.train.expert_parallel.ep_run_problem`)."""
+    layout.check(config)
+    problem = ep_run_problem(layout, overlap=bool(overlap.kinds), checkpointing=checkpoint_dir is not None)
+    if problem:
+        raise ValueError(problem)
 
 
 class _Run:

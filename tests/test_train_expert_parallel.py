@@ -1,0 +1,113 @@
+"""Expert parallelism (distlib.train.expert_parallel) on threads: every layout with experts split over ``ep`` ranks
+equals one process to 1e-9; with a capacity factor it drops what the one-process rule drops on each rank's batch;
+a rank holds 1 / ep of the experts' state; the exchange is two all-to-alls a block forward and two backward."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from distlib.engines.comm import run_threads
+from distlib.layout import Layout
+from distlib.train.data import global_batch, local_batch
+from distlib.train.experts import LocalExperts, Routed
+from distlib.train.model import Config, forward_unit, init_units, unit_specs
+from distlib.train.rank import train_rank
+
+SEED, STEPS = 7, 3
+MOE = Config(experts=4, top_k=2)
+CAPPED = Config(experts=4, top_k=2, capacity_factor=1.0)
+
+
+def _run(layout, config, steps=STEPS):
+    return run_threads(lambda c: train_rank(c, layout, steps=steps, seed=SEED, config=config), layout.ranks,
+                       timeout=120)  # fmt: skip
+
+
+def _rel(a, b) -> float:
+    return abs(a - b) / abs(b)
+
+
+@pytest.fixture(scope="module")
+def one():
+    """One process with the same experts: what every layout reproduces (unbounded capacity)."""
+    return _run(Layout(), MOE)[0]
+
+
+LAYOUTS = [Layout(dp=2, ep=2), Layout(dp=4, ep=2, zero=1), Layout(dp=4, ep=4, zero=2), Layout(dp=4, ep=2, zero=3),
+           Layout(dp=2, cp=2, ep=4), Layout(dp=2, pp=2, ep=2)]
+
+
+@pytest.mark.parametrize("layout", LAYOUTS, ids=[lay.words() for lay in LAYOUTS])
+def test_every_layout_with_experts_split_equals_one_process(layout, one):
+    ranks = _run(layout, MOE)
+    assert max(_rel(a, b) for a, b in zip(ranks[0].losses, one.losses)) < 1e-9
+    assert _rel(sum(r.checksum_part for r in ranks), one.checksum_part) < 1e-9
+    # the routing is the same tokens' on every layout: per expert, summed over the ranks, and nothing dropped
+    assert [[sum(c) for c in zip(*(r.tokens_per_expert[i] for r in ranks))] for i in range(STEPS)] \
+        == one.tokens_per_expert and all(d == 0 for r in ranks for d in r.dropped_tokens)
+
+
+def _dropped_by_the_one_process_rule(config, dp) -> list:
+    """Step 1's assignments dropped on each of ``dp`` ranks: the one-process model on that rank's batch alone."""
+    tokens, _ = global_batch(SEED, 0, batch=config.batch, seq=config.seq, vocab=config.vocab)
+    units, specs, out = init_units(config, SEED), unit_specs(config), []
+    for r in range(dp):
+        routed = Routed(config.experts)
+        x = local_batch(tokens, tokens, r, dp)[0]
+        for spec, flat in zip(specs[:-1], units[:-1]):
+            x, _ = forward_unit(spec, flat, x, config=config, moe=LocalExperts(config.experts, routed=routed))
+        routed.end_step()
+        out.append(routed.dropped_tokens[0])
+    return out
+
+
+def test_a_capacity_factor_drops_what_the_one_process_rule_drops_on_each_ranks_batch():
+    split = _run(Layout(dp=4, ep=4), CAPPED)
+    want = _dropped_by_the_one_process_rule(CAPPED, 4)
+    assert [r.dropped_tokens[0] for r in split] == want and sum(want) > 0
+    alone = _run(Layout(dp=4), CAPPED)  # each rank every expert: the same rule, the same batches
+    assert [r.dropped_tokens for r in alone] == [r.dropped_tokens for r in split]
+    assert max(_rel(a, b) for a, b in zip(split[0].losses, alone[0].losses)) < 1e-9
+    assert _rel(sum(r.checksum_part for r in split), sum(r.checksum_part for r in alone)) < 1e-9
+
+
+def test_a_rank_holds_one_ep_th_of_the_experts_state():
+    specs = unit_specs(MOE)
+    experts = sum(np.prod(shape) for s in specs for n, shape, _ in s.tensors if "." in n)
+    dense = MOE.params - experts
+    for ep in (1, 2, 4):
+        ranks = _run(Layout(dp=4, ep=ep), MOE, steps=1)
+        # DDP: weights, gradient and Adam's two moments of the dense part whole, of the experts 1 / ep
+        assert {r.state_bytes for r in ranks} == {4 * 8 * (dense + experts // ep)}
+
+
+def test_the_exchange_is_two_all_to_alls_a_block_each_way_over_the_ep_group():
+    ranks = _run(Layout(dp=2, ep=2), MOE, steps=1)
+    alone = _run(Layout(dp=2), MOE, steps=1)
+    # beyond DDP's all-reduce (the dense part's, smaller by the experts it no longer holds whole) every rank
+    # sends, per block, a count all-to-all, the dispatch and the combine forward, and two more backward
+    assert all(r.messages - a.messages == MOE.layers * 5 for r, a in zip(ranks, alone))
+
+
+@pytest.mark.parametrize("layout, config, message", [
+    (Layout(dp=3, ep=2), MOE, r"--ep must divide the --dp times --cp ranks \(3\) .*one of 1, 3; got 2"),
+    (Layout(dp=4, ep=4), Config(experts=6, top_k=2), r"--ep must divide the 6 experts: one of 1, 2, 3, 6; got 4"),
+    (Layout(dp=2, ep=2, pp=2, microbatches=2), MOE, r"--microbatches must be 1 with --ep 2"),
+    (Layout(tp=2), MOE, r"--tp must be 1 with --experts"),
+    (Layout(dp=2, ep=2), Config(), r"--ep 2 needs experts"),
+])
+def test_a_layout_that_cannot_split_the_experts_is_refused_in_one_line(layout, config, message):
+    with pytest.raises(ValueError, match=message):
+        run_threads(lambda c: train_rank(c, layout, steps=1, seed=0, config=config), layout.ranks, timeout=30)
+
+
+def test_what_expert_parallelism_does_not_do_yet_is_refused_in_one_line(tmp_path):
+    from distlib.train.overlap import Overlap
+
+    lay = Layout(dp=2, ep=2)
+    for kwargs, message in ((dict(checkpoint_dir=tmp_path), r"--checkpoint-dir with --ep 2: .*use --ep 1"),
+                            (dict(overlap=Overlap(("buckets",))), r"--overlap with --ep 2: .*--overlap none")):
+        with pytest.raises(ValueError, match=message):
+            run_threads(lambda c: train_rank(c, lay, steps=1, seed=0, config=MOE, **kwargs), 2, timeout=30)
+    assert list(tmp_path.iterdir()) == []  # refused before anything was written
