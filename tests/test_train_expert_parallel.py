@@ -111,3 +111,73 @@ def test_what_expert_parallelism_does_not_do_yet_is_refused_in_one_line(tmp_path
         with pytest.raises(ValueError, match=message):
             run_threads(lambda c: train_rank(c, lay, steps=1, seed=0, config=MOE, **kwargs), 2, timeout=30)
     assert list(tmp_path.iterdir()) == []  # refused before anything was written
+
+
+# ---------------------------------------------------------------------------
+# Real ranks and the command line
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.engines
+@pytest.mark.slow
+@pytest.mark.parametrize("engine, layout", [("mpi", Layout(dp=2, ep=2)), ("mpi", Layout(dp=4, ep=2, zero=1)),
+                                            ("gloo", Layout(dp=2, ep=2)), ("gloo", Layout(dp=4, ep=4, zero=3))],
+                         ids=lambda v: v if isinstance(v, str) else v.words())  # fmt: skip
+def test_expert_parallelism_on_real_ranks_equals_one_process(engine, layout, one):
+    from distlib.engines import stray_processes
+    from distlib.train.launch import train
+
+    if engine == "gloo":
+        pytest.importorskip("torch")
+    elif not _have_mpi():
+        pytest.skip("mpi4py / mpiexec not installed")
+    result = train(layout, steps=STEPS, seed=SEED, engine=engine, timeout=120, config=MOE)
+    assert stray_processes(result.run_id) == []
+    assert max(_rel(a, b) for a, b in zip(result.losses, one.losses)) < 1e-9
+    assert _rel(result.param_checksum, one.checksum_part) < 1e-9
+    assert result.tokens_per_expert == one.tokens_per_expert and result.dropped_tokens == [0] * STEPS
+    threads = _run(layout, MOE)
+    assert result.comm_bytes == [r.comm_bytes for r in threads]  # the same bytes on every engine
+
+
+def _have_mpi() -> bool:
+    from conftest import have_mpi
+
+    return have_mpi()
+
+
+@pytest.mark.engines
+def test_the_command_line_prints_the_routing_in_its_json():
+    import json
+    import subprocess
+    import sys
+
+    if not _have_mpi():
+        pytest.skip("mpi4py / mpiexec not installed")
+    proc = subprocess.run([sys.executable, "-m", "distlib.train", "--dp", "2", "--experts", "4", "--top-k", "2",
+                           "--capacity-factor", "1.0", "--ep", "2", "--steps", "2", "--seed", str(SEED), "--engine",
+                           "mpi", "--json"], capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    body = json.loads(proc.stdout)
+    assert list(body)[-2:] == ["tokens_per_expert", "dropped_tokens"]
+    threads = _run(Layout(dp=2, ep=2), CAPPED, steps=2)
+    assert body["dropped_tokens"] == [sum(r.dropped_tokens[i] for r in threads) for i in range(2)]
+    assert body["losses"] == pytest.approx(threads[0].losses, rel=1e-9) and min(body["dropped_tokens"]) > 0
+
+
+@pytest.mark.parametrize("argv, flag", [
+    (["--experts", "4", "--top-k", "5"], "--top-k must be an integer in [1, 4], got 5"),
+    (["--experts", "4", "--top-k", "2", "--capacity-factor", "0"], "--capacity-factor must be a finite number > 0"),
+    (["--dp", "2", "--experts", "3", "--top-k", "2", "--ep", "2"], "--ep must divide the 3 experts: one of 1, 3"),
+    (["--dp", "3", "--experts", "4", "--top-k", "2", "--ep", "2"], "--ep must divide the --dp times --cp ranks (3)"),
+    (["--dp", "2", "--experts", "4", "--top-k", "2", "--ep", "2", "--overlap", "all"], "--overlap with --ep 2"),
+])
+def test_a_bad_expert_flag_is_one_line_naming_it_and_starts_nothing(argv, flag):
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-m", "distlib.train", *argv, "--json"], capture_output=True, text=True,
+                          timeout=60)  # fmt: skip
+    assert proc.returncode == 2 and proc.stdout == ""
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and flag in lines[0], proc.stderr

@@ -40,6 +40,10 @@ engines; each parallelism is one module of it. Parts, one concept each:
   the attention over the context-parallel group (ring, all-gather, Ulysses);
   :mod:`~distlib.train.ring_overlap` measures the ring's overlap across the
   mini cluster;
+* :mod:`~distlib.train.experts` -- the mixture-of-experts MLP (``--experts E --top-k K
+  [--capacity-factor F]``): the router, Mixtral's gates, GShard's capacity order;
+  :mod:`~distlib.train.expert_parallel` -- the experts split over ``--ep`` ranks, two
+  all-to-alls a block each way, their gradients over the ranks holding the same experts;
 * :mod:`~distlib.train.rank` -- the one rank program, MPI's and gloo's;
 * :mod:`~distlib.train.results` -- the ranks' typed reports and the run's result;
 * :mod:`~distlib.train.launch` -- the flags' bounds and :func:`train`, which starts the ranks;

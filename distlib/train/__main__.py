@@ -15,6 +15,8 @@ layout's ranks itself (:func:`distlib.train.launch.train`), shows rank 0's
 progress on stderr, and with ``--json`` prints one JSON object:
 ``losses``, ``param_checksum``, ``state_bytes``, ``comm_bytes``,
 ``step_seconds`` (:meth:`distlib.train.results.TrainResult.to_json`); with
+experts (``--experts E --top-k K [--capacity-factor F] [--ep P]``) also
+``tokens_per_expert`` and ``dropped_tokens`` per step; with
 pipeline stages (``--pp P --schedule gpipe|1f1b|interleaved --chunks V
 --microbatches M``) also each stage's ``idle_seconds`` and ``busy_seconds``
 and the measured and predicted bubble. ``--engine gloo`` runs the same
@@ -36,6 +38,7 @@ from dataclasses import fields
 from distlib.layout import Layout
 from distlib.train.launch import ENGINES, train
 from distlib.train.model import Config
+from distlib.train.rank import add_config_arguments, config_flag
 
 __all__ = ["main"]
 
@@ -61,9 +64,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds before the run is stopped (default 300)")
     parser.add_argument("--ranks", type=int, default=None,
                         help="the number of ranks, a check: it must equal the layout's (--dp times --tp times --pp)")
-    for f in fields(Config):  # the model's size (the book's small model by default)
-        parser.add_argument(f"--{f.name}", dest=f"config_{f.name}", type=int, default=f.default,
-                            help=f"the model's {f.name} (default {f.default})")
+    add_config_arguments(parser, helps=True)  # the model's size (the book's small model by default), its experts
     # A cluster on one machine (distlib.minicluster; chapter "A cluster on one machine").
     parser.add_argument("--nodes", type=int, default=None,
                         help="run across a fresh mini cluster of this many nodes (root only); the ranks are spread "
@@ -113,6 +114,9 @@ def _table(result) -> str:
     lines.append(f"state_bytes per rank {result.state_bytes}")
     lines.append(f"comm_bytes per rank {result.comm_bytes}")
     lines.append(f"activation_bytes per rank {result.activation_bytes}")
+    if result.tokens_per_expert is not None:
+        lines += [f"step {i + result.first_step}: tokens per expert {counts}, dropped {dropped}"
+                  for i, (counts, dropped) in enumerate(zip(result.tokens_per_expert, result.dropped_tokens))]
     lines += _stage_lines(result)
     if result.overlap:
         lines.append(f"overlap {'+'.join(result.overlap)}: waited for background collectives "
@@ -168,7 +172,8 @@ def _config(ns) -> Config:
     try:
         return Config(**{f.name: getattr(ns, f"config_{f.name}") for f in fields(Config)})
     except (TypeError, ValueError) as exc:
-        raise ValueError(f"--{exc}") from None
+        name, _, rest = str(exc).partition(" ")  # Config names its field: say its flag (top_k: --top-k)
+        raise ValueError(f"{config_flag(name)} {rest}") from None
 
 
 def main(argv=None) -> int:

@@ -16,6 +16,7 @@ from dataclasses import fields, replace
 
 from ..layout import CP_KINDS, DEGREES, SCHEDULES, Layout
 from ..limits import cluster_problem, launch_problem
+from .expert_parallel import ep_run_problem
 from .model import Config
 from .overlap import Overlap, fitting_overlaps, overlap_problem, parse_overlap
 from .rank import ENGINES, run_argv
@@ -104,6 +105,9 @@ def run_problem(layout: Layout | None = None, *, steps, seed, engine, timeout, r
     --dp must divide the global batch of 12 sequences: one of 1, 2, 3, 4, 6, 12; got 5
     >>> print(run_problem(Layout(dp=4, tp=4, pp=2), steps=5, seed=0, engine="mpi", timeout=60.0, max_ranks=16))
     --dp times --tp times --pp must be at most 16 ranks on this machine, got 32
+    >>> print(run_problem(dp=3, ep=2, steps=5, seed=0, engine="mpi", timeout=60.0, max_ranks=16,
+    ...                   config=Config(experts=4, top_k=2)))
+    --ep must divide the --dp times --cp ranks (3) that hold the same parameters: one of 1, 3; got 2
     """
     if max_ranks is None:
         from ..engines._processes import max_ranks as machine_ranks
@@ -122,6 +126,9 @@ def run_problem(layout: Layout | None = None, *, steps, seed, engine, timeout, r
     if lay.ranks > max_ranks:
         return f"{words} must be at most {max_ranks} ranks on this machine, got {lay.ranks}"
     problem = lay.problem(config) or _overlap_flags_problem(lay, overlap, bucket_mb, prefetch_depth)
+    problem = problem or ep_run_problem(lay, overlap=bool(overlap_of(lay, overlap, bucket_mb=bucket_mb,
+                                                                     prefetch_depth=prefetch_depth).kinds),
+                                        checkpointing=checkpoint_dir is not None)  # fmt: skip
     problem = problem or _checkpoint_problem(lay, config, steps=steps, checkpoint_dir=checkpoint_dir,
                                              checkpoint_every=checkpoint_every, resume=resume, kill_rank=kill_rank,
                                              kill_at_step=kill_at_step, checkpoint_async=checkpoint_async,

@@ -57,12 +57,31 @@ from .pipeline_parallel import Stage, stage_ops, stage_units
 from .results import RankReport
 from .tensor_parallel import tensor_parallel
 
-__all__ = ["CONFIG_FLAGS", "ENGINES", "run_argv", "train_rank", "main"]
+__all__ = ["CONFIG_FLAGS", "ENGINES", "config_flag", "add_config_arguments", "run_argv", "train_rank", "main"]
 
 ENGINES = ("mpi", "gloo")
 """What ``--engine`` names: MPI ranks (mpi4py) or torch.distributed ranks over gloo."""
 CONFIG_FLAGS = tuple(f.name for f in fields(Config))
-"""The model's sizes as flags (``--hidden 64`` ...), given to the ranks when they are not the book's."""
+"""The model's sizes as flags (``--hidden 64`` ..., ``--top-k 2`` for ``top_k``), given to the ranks when they are
+not the book's."""
+
+
+def config_flag(name: str) -> str:
+    """The flag of a :class:`Config` field: ``--hidden``, ``--top-k``, ``--capacity-factor``.
+
+    >>> config_flag("top_k")
+    '--top-k'
+    """
+    return "--" + name.replace("_", "-")
+
+
+def add_config_arguments(parser, *, helps: bool = False) -> None:
+    """The model's flags (:data:`CONFIG_FLAGS`) on ``parser``, each into ``config_<field>``: the one definition the
+    command line and the ranks share. ``--capacity-factor`` is a number, the others integers."""
+    for f in fields(Config):
+        kind = float if f.name == "capacity_factor" else int
+        words = dict(help=f"the model's {f.name.replace('_', ' ')} (default {f.default})") if helps else {}
+        parser.add_argument(config_flag(f.name), dest=f"config_{f.name}", type=kind, default=f.default, **words)
 
 
 def run_argv(layout: Layout, *, steps: int, seed: int, engine: str, config: Config = Config(),
@@ -74,8 +93,10 @@ def run_argv(layout: Layout, *, steps: int, seed: int, engine: str, config: Conf
     ['--tp', '2', '--steps', '3', '--seed', '0', '--engine', 'mpi']
     >>> run_argv(Layout(), steps=1, seed=0, engine="gloo", config=Config(hidden=64))[-2:]
     ['--hidden', '64']
+    >>> run_argv(Layout(dp=2, ep=2), steps=1, seed=0, engine="mpi", config=Config(experts=4, top_k=2))[-4:]
+    ['--experts', '4', '--top-k', '2']
     """
-    sizes = [[f"--{f.name}", str(getattr(config, f.name))] for f in fields(Config)
+    sizes = [[config_flag(f.name), str(getattr(config, f.name))] for f in fields(Config)
              if getattr(config, f.name) != f.default]  # fmt: skip
     saving = [] if checkpoint_dir is None else ["--checkpoint-dir", str(checkpoint_dir), "--checkpoint-every",
                                                 str(checkpoint_every)] + (["--resume"] if resume else []) \
@@ -422,8 +443,7 @@ def _parse(argv) -> tuple:
     parser.add_argument("--kill-rank", type=int, default=None)
     parser.add_argument("--kill-at-step", type=int, default=None)
     parser.add_argument("--kill-during", choices=("step", "save"), default="step")
-    for f in fields(Config):
-        parser.add_argument(f"--{f.name}", dest=f"config_{f.name}", type=int, default=f.default)
+    add_config_arguments(parser)
     ns = parser.parse_args(argv)
     config = Config(**{f.name: getattr(ns, f"config_{f.name}") for f in fields(Config)})
     overlap = Overlap(tuple(k for k in ns.overlap.split(",") if k), bucket_mb=ns.bucket_mb,
