@@ -137,3 +137,16 @@ def test_a_config_that_cannot_route_is_refused_naming_the_field(kwargs, message)
         Config(**kwargs)
     with pytest.raises(ValueError, match="tp must be 1 with experts"):
         unit_specs(MOE, tp=2)
+
+
+def test_experts_whole_on_every_rank_checkpoint_and_resume_at_another_layout(tmp_path):
+    def run(lay, steps, **kwargs):
+        return run_threads(lambda comm: train_rank(comm, lay, steps=steps, seed=3, config=MOE, **kwargs), lay.ranks,
+                           timeout=120)  # fmt: skip
+
+    whole = run(Layout(), 4)[0]
+    run(Layout(dp=2, zero=1), 2, checkpoint_dir=tmp_path)
+    after = run(Layout(dp=2, zero=3), 4, checkpoint_dir=tmp_path, resume=True)
+    assert after[0].first_step == 3
+    assert max(abs(a - b) / b for a, b in zip(after[0].losses, whole.losses[2:])) < 1e-9
+    assert abs(sum(r.checksum_part for r in after) - whole.checksum_part) / whole.checksum_part < 1e-9
