@@ -288,6 +288,8 @@ def value_text(ctrl) -> str:
     '1 trillion'
     >>> value_text(w.FloatSlider(value=0.4, description="MFU"))
     '0.4'
+    >>> value_text(w.FloatLogSlider(value=50_000, min=3, max=6, description="one GPU's MTBF (hours)"))
+    '5.7 years'
     """
     from ..fmt import fmt_bytes, fmt_bytes_binary, fmt_count, fmt_flops, fmt_rate, fmt_seconds
 
@@ -299,6 +301,7 @@ def value_text(ctrl) -> str:
         unit = ctrl.description.split(" (", 1)[1].rstrip(")").split(",")[0].split(" ")[0]
     as_unit = {"s": fmt_seconds, "B/s": fmt_rate, "bytes": fmt_bytes, "B": fmt_bytes,
                "ms": lambda x: fmt_seconds(x / 1e3), "µs": lambda x: fmt_seconds(x / 1e6),
+               "min": lambda x: fmt_seconds(x * 60), "hours": lambda x: fmt_seconds(x * 3600),
                "GB/s": lambda x: fmt_rate(x * 1e9), "GB": lambda x: fmt_bytes(x * 1e9),
                "MiB": lambda x: fmt_bytes_binary(x * 2**20), "TFLOP/s": lambda x: fmt_flops(x * 1e12)}
     if unit in as_unit:
