@@ -156,14 +156,20 @@ def _killed_then_resumed(tmp_path, killed: dict, resumed: dict, uninterrupted):
     from distlib.engines import RunError, stray_processes
     from distlib.train.launch import train
 
+    from distlib.minicluster import leftovers
+    from test_faults_cli import SHM, unheld_segments
+
     losses, checksum = uninterrupted
+    shm_before = {p.name for p in SHM.iterdir() if p.name.startswith("mpich")} if SHM.is_dir() else set()
     started = time.monotonic()
     with pytest.raises(RunError) as failure:
         train(**killed, steps=STEPS, seed=SEED, timeout=120, checkpoint_dir=tmp_path, kill_rank=1,
               kill_at_step=KILLED)  # fmt: skip
     assert time.monotonic() - started < 90
     assert failure.value.rank == 1 and "rank 1" in str(failure.value) and "SIGKILL" in str(failure.value)
+    # nothing left behind: processes, the mini cluster's namespaces, MPICH's shared memory
     assert stray_processes(failure.value.result.run_id) == []
+    assert leftovers(owner=os.getpid()) == [] and unheld_segments(shm_before) == []
     assert newest_checkpoint(tmp_path) == Path(tmp_path) / step_name(KILLED - 1)
     after = train(**resumed, steps=STEPS, seed=SEED, timeout=120, checkpoint_dir=tmp_path, resume=True)
     assert after.first_step == KILLED and after.to_json()["first_step"] == KILLED
