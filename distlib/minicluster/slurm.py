@@ -42,7 +42,7 @@ from pathlib import Path
 
 from ..engines._processes import _kill_group
 
-__all__ = ["CRED_EXPIRE", "MPI_OVER_SLURM", "PARTITION", "Slurm", "SlurmUnavailable", "slurm_support"]
+__all__ = ["MPI_OVER_SLURM", "PARTITION", "Slurm", "SlurmUnavailable", "slurm_support"]
 
 PARTITION = "mini"
 """The one partition, holding every node (the default for ``srun`` and ``sbatch``)."""
@@ -59,10 +59,6 @@ MPI_OVER_SLURM = {
     "MPIR_CVAR_CH4_ROOTS_ONLY_PMI": "1",
 }
 """The environment commands typed at the login node get for MPI: what each setting is for, beside it."""
-
-CRED_EXPIRE = 20
-"""Seconds a job credential lives (``AuthInfo=cred_expire``; Slurm's default is 120): also how long a requeued
-job waits before it may start again, which a job that lost a node does (:mod:`distlib.minicluster.requeue`)."""
 
 _PROGRAMS = ("slurmctld", "slurmd", "munged", "srun", "sbatch", "sinfo", "squeue", "scancel")
 
@@ -93,9 +89,7 @@ def slurm_conf(cluster, folder: Path, *, cpus_per_node: int, munge_socket: Path)
         "# Written by distlib.minicluster.slurm for one mini cluster; removed with it.",
         f"ClusterName=mini{os.getpid()}",
         f"SlurmctldHost=head({cluster.head.address})",
-        # cred_expire: a job credential's lifetime, 120 s by default; "this also controls how long a requeued
-        # job must wait before starting again" (slurm.conf(5)): 20 s lets a requeued job come back in seconds
-        "AuthType=auth/munge", "CredType=cred/munge", f"AuthInfo=socket={munge_socket},cred_expire={CRED_EXPIRE}",
+        "AuthType=auth/munge", "CredType=cred/munge", f"AuthInfo=socket={munge_socket}",
         "SlurmUser=root", "SlurmdUser=root",
         f"StateSaveLocation={folder / 'state'}",
         f"SlurmdSpoolDir={folder / 'spool' / '%n'}",
@@ -106,9 +100,7 @@ def slurm_conf(cluster, folder: Path, *, cpus_per_node: int, munge_socket: Path)
         # no cgroups needed: processes tracked through /proc, tasks not bound to cores
         "ProctrackType=proctrack/linuxproc", "TaskPlugin=task/none", "JobAcctGatherType=jobacct_gather/none",
         "MpiDefault=none",
-        # the backfill scheduler looks at pending jobs every 2 s, not 30: a requeued job starts once its begin time
-        # is past, without waiting up to half a minute more for the next look ("bf_interval", slurm.conf(5))
-        "ReturnToService=2", "SchedulerType=sched/backfill", "SchedulerParameters=bf_interval=2",
+        "ReturnToService=2", "SchedulerType=sched/backfill",
         "SelectType=select/cons_tres", "SelectTypeParameters=CR_Core",
         # the nodes say they have cpus_per_node CPUs whatever this machine has
         "SlurmdParameters=config_overrides",
