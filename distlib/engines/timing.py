@@ -188,6 +188,19 @@ def time_allreduce(
     )[algorithm]
 
 
+def _checked_comparison(comm, count, dtype, iters, warmup, min_sample, algorithms, choices=None) -> tuple:
+    """The arguments every ``compare_*`` shares, checked in order; each algorithm among ``choices`` if given."""
+    if not isinstance(comm, Comm):
+        raise TypeError(f"comm must be a distlib.engines Comm, got {type(comm).__name__}")
+    checked = (check_int("count", count, minimum=0), check_choice("dtype", dtype, DTYPES),
+               check_int("iters", iters, minimum=1), check_int("warmup", warmup, minimum=0),
+               check_real("min_sample", min_sample, minimum=0))
+    algorithms = [a if choices is None else check_choice("algorithms[i]", a, choices) for a in algorithms]
+    if not algorithms:
+        raise ValueError("algorithms must name at least one algorithm")
+    return (*checked, algorithms)
+
+
 def compare_allreduce(
     comm,
     count: int,
@@ -210,16 +223,8 @@ def compare_allreduce(
     dict
         Algorithm name -> :class:`AllreduceTiming`.
     """
-    if not isinstance(comm, Comm):
-        raise TypeError(f"comm must be a distlib.engines Comm, got {type(comm).__name__}")
-    count = check_int("count", count, minimum=0)
-    dtype = check_choice("dtype", dtype, DTYPES)
-    iters = check_int("iters", iters, minimum=1)
-    warmup = check_int("warmup", warmup, minimum=0)
-    min_sample = check_real("min_sample", min_sample, minimum=0)
-    algorithms = list(algorithms)
-    if not algorithms:
-        raise ValueError("algorithms must name at least one algorithm")
+    count, dtype, iters, warmup, min_sample, algorithms = _checked_comparison(
+        comm, count, dtype, iters, warmup, min_sample, algorithms)
     p = comm.size
     data = pattern(count, comm.rank, dtype)
     buf = comm.from_numpy(data)
@@ -347,16 +352,8 @@ def compare_alltoall(comm, count: int, algorithms, *, dtype: str = "float32", it
     """
     from .alltoall import ENGINE_ALLTOALL_ALGORITHMS, alltoall
 
-    if not isinstance(comm, Comm):
-        raise TypeError(f"comm must be a distlib.engines Comm, got {type(comm).__name__}")
-    count = check_int("count", count, minimum=0)
-    dtype = check_choice("dtype", dtype, DTYPES)
-    iters = check_int("iters", iters, minimum=1)
-    warmup = check_int("warmup", warmup, minimum=0)
-    min_sample = check_real("min_sample", min_sample, minimum=0)
-    algorithms = [check_choice("algorithms[i]", a, ENGINE_ALLTOALL_ALGORITHMS) for a in algorithms]
-    if not algorithms:
-        raise ValueError("algorithms must name at least one algorithm")
+    count, dtype, iters, warmup, min_sample, algorithms = _checked_comparison(
+        comm, count, dtype, iters, warmup, min_sample, algorithms, ENGINE_ALLTOALL_ALGORITHMS)
     p, n_bytes = comm.size, count * np.dtype(dtype).itemsize
     buf = comm.from_numpy(pattern(count, comm.rank, dtype))
     doing = {name: f"alltoall ({name}) of {n_bytes} bytes" for name in algorithms}
