@@ -219,6 +219,9 @@ def parse(argv=None) -> argparse.Namespace:
                         help="overlaps measured across two mini-cluster nodes (root): buckets, zero3, tp, pp, "
                              "comma-separated, none, or auto (all four where a mini cluster can be made; default)")
     parser.add_argument("--overlap-link", default="0.3", help="the nodes' link in Gbit/s (default 0.3)")
+    parser.add_argument("--overlap-engines", default="gloo,mpi",
+                        help="the engines the overlaps are measured on: gloo, mpi or gloo,mpi (default; gloo only "
+                             "where torch is installed)")
     parser.add_argument("--json", action="store_true", help="the numbers as one JSON object on stdout")
     ns = parser.parse_args(argv)
     try:
@@ -240,6 +243,10 @@ def parse(argv=None) -> argparse.Namespace:
             ns.overlap_link = -1.0
         if not 0.01 <= ns.overlap_link <= 100:
             raise ValueError("--overlap-link must be a rate in Gbit/s from 0.01 to 100")
+        ns.overlap_engines = [e.strip() for e in ns.overlap_engines.split(",") if e.strip()]
+        if not ns.overlap_engines or any(e not in ENGINES for e in ns.overlap_engines) \
+                or len(set(ns.overlap_engines)) != len(ns.overlap_engines):
+            raise ValueError(f"--overlap-engines must be gloo, mpi or gloo,mpi; got {','.join(ns.overlap_engines)!r}")
         if ns.engine not in ENGINES:
             raise ValueError(f"--engine must be one of {', '.join(ENGINES)}; got {ns.engine!r}")
         if ns.engine == "gloo" and importlib.util.find_spec("torch") is None:
@@ -299,7 +306,7 @@ def main(argv=None) -> int:
         print(peer_table(peers), file=out)
     elif ns.peers_ranks:
         print("\nPeers: skipped, torch is not importable (pip install torch)", file=out)
-    engines = ["gloo", "mpi"] if torch else ["mpi"]
+    engines = [e for e in ns.overlap_engines if torch or e != "gloo"]
     overlaps = run_overlaps(ns.overlap, ns.overlap_link, engines, ns.steps, say) if ns.overlap else []
     if overlaps:
         print(f"\nOverlap across two nodes at {ns.overlap_link:g} Gbit/s, one rank each: medians over steps "
