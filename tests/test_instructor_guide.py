@@ -66,11 +66,11 @@ def guide_cells() -> list[str]:
     return re.findall(r"^```\{code-cell\} ipython3\n(.*?)^```$", GUIDE.read_text(), flags=re.S | re.M)
 
 
-def run_guide_cells() -> dict:
-    """Run the guide's code cells in order, as the book build's kernel does (from book/)."""
+def run_guide_cells(book: Path = GUIDE.parent) -> dict:
+    """Run the guide's code cells in order, as the book build's kernel does (from ``book``, the book/ folder)."""
     ns: dict = {}
     here = os.getcwd()
-    os.chdir(GUIDE.parent)
+    os.chdir(book)
     try:
         for cell in guide_cells():
             exec("\n".join(line for line in cell.splitlines() if not line.startswith(":tags:")), ns)
@@ -158,3 +158,68 @@ def test_the_slurm_exercise_shows_the_steps_the_benchmark_timed():
     body = section(GUIDE.read_text(), "A Slurm exercise for the room")
     assert "-m distlib.minicluster shell --nodes 2" in body and "--slurm" in body
     assert "slurm_exercise_timings.json" in body
+
+
+def _days(ns) -> dict:
+    """Day number -> the chapters (stems) its schedule teaches: 1 the full day, 2 and on the later days."""
+    titles = {c.title: c.stem for c in ns["BOOK"]}
+    days = {1: [titles[label] for _, label, _ in ns["full"] if label in titles]}
+    for n, (rows, _) in enumerate(ns["LATER"].values(), start=2):
+        days[n] = [titles[label] for _, label, _ in rows if label in titles]
+    return days
+
+
+def test_every_chapter_of_the_toc_is_timed_and_taught_on_one_day():
+    """Every chapter of _toc.yml has its measured Run-all time in the guide's table and its block on exactly
+    one day; the last part (Part V) is the third day, its chapters in toc order; the prose's chapter lists are
+    read from the schedules."""
+    from distlib.static.chapters import _toc_chapters
+
+    ns = run_guide_cells()
+    toc = [Path(f).name for f, _ in _toc_chapters(ROOT)]
+    assert list(ns["run_s"]) == toc and all(s > 0 for s in ns["run_s"].values())
+    days = _days(ns)
+    assert sorted(s for stems in days.values() for s in stems) == sorted(toc)
+    parts = [p for _, p in _toc_chapters(ROOT)]
+    assert list(ns["LATER"])[-1] == parts[-1] and len(days) >= 3
+    assert days[3] == [Path(f).name for f, p in _toc_chapters(ROOT) if p == parts[-1]]
+    # every block's minutes are the chapter's plan plus its Run all rounded up
+    for rows, _ in ns["LATER"].values():
+        for _, label, minutes in rows:
+            c = next((c for c in ns["BOOK"] if c.title == label), None)
+            if c:
+                assert minutes == sum(c.plan_minutes) + -(-c.run_all_seconds // 60)
+    text = GUIDE.read_text()
+    assert "{glue:text}`ws_half_home`" in text and "{glue:text}`ws_full_chapters`" in text
+    assert ns["chapter_numbers"](["03_a", "04_b", "07_c", "08_d", "09_e", "10_f", "14_g", "16_h"]) == \
+        "3, 4, 7 to 10, 14 and 16"
+
+
+def test_a_chapter_added_to_the_toc_gets_its_timing_and_its_day(tmp_path):
+    """Chapter 15 joins Part V in _toc.yml and notebooks/: the third day teaches 14, 15 and 16, with no edit
+    to the guide."""
+    import json
+    import shutil
+
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    part = next(p for p in toc["parts"] if any(c["file"] == "notebooks/14_context" for c in p["chapters"]))
+    files = [c["file"] for c in part["chapters"]]
+    if "notebooks/15_experts" not in files:
+        part["chapters"].insert(files.index("notebooks/14_context") + 1, {"file": "notebooks/15_experts"})
+    (tmp_path / "_toc.yml").write_text(yaml.safe_dump(toc, sort_keys=False))
+    (tmp_path / "notebooks").mkdir()
+    for nb in (ROOT / "notebooks").glob("*.ipynb"):  # the metadata is all the guide reads
+        meta = json.loads(nb.read_text())["metadata"]
+        (tmp_path / "notebooks" / nb.name).write_text(json.dumps({"cells": [], "metadata": meta}))
+    if not (tmp_path / "notebooks" / "15_experts.ipynb").exists():
+        meta = json.loads((ROOT / "notebooks" / "14_context.ipynb").read_text())["metadata"]
+        meta["distbook"] = {**meta["distbook"], "title": "15. Experts", "run_all_seconds": 125.0}
+        (tmp_path / "notebooks" / "15_experts.ipynb").write_text(json.dumps({"cells": [], "metadata": meta}))
+    shutil.copytree(GUIDE.parent, tmp_path / "book", ignore=shutil.ignore_patterns("vendor*", "live", "js", "_ext"))
+    ns = run_guide_cells(tmp_path / "book")
+    assert "15_experts" in ns["run_s"]
+    days = _days(ns)
+    assert days[3] == ["14_context", "15_experts", "16_failures"], days
+    rows = list(ns["LATER"].values())[-1][0]
+    assert ("15. Experts" in [label for _, label, _ in rows]
+            and ns["chapter_numbers"](days[3]) == "14 to 16")
