@@ -9,7 +9,11 @@ Processes are started by :func:`distlib.engines.run_torch` (or
 ``torchrun``); :func:`init` reads what they were given from the
 environment: ``RANK``, ``WORLD_SIZE``, ``LOCAL_RANK`` and either
 ``DISTLIB_INIT_METHOD`` (``run_torch`` uses a ``file://`` rendezvous, so no
-TCP port is opened for it) or ``MASTER_ADDR``/``MASTER_PORT``. Every
+TCP port is opened for it) or ``MASTER_ADDR``/``MASTER_PORT``. A task that
+Slurm's ``srun`` started (no ``RANK``, but ``SLURM_PROCID``) takes its rank,
+the world's size and its local rank from ``SLURM_PROCID``, ``SLURM_NTASKS``
+and ``SLURM_LOCALID``; the batch script exports ``MASTER_ADDR`` (the job's
+first node, where task 0 runs) and ``MASTER_PORT``. Every
 collective has a time limit (``timeout=``, default ``DISTLIB_TIMEOUT`` or
 60 s): a rank that dies or hangs turns into an error on the others instead
 of a silent wait.
@@ -72,13 +76,11 @@ def init(backend: str | None = None, *, timeout: float | None = None) -> "TorchC
     timeout = check_real("timeout", timeout, minimum=0, strict_min=True)
     if dist.is_initialized():
         return TorchComm()
-    rank = int(os.environ.get("RANK", "0"))
-    world_size = int(os.environ.get("WORLD_SIZE", "1"))
+    rank, world_size, local_rank = _place()
     from .progress import note, start
 
     start(rank)  # a heartbeat for the launcher's watchdog, if it asked for one
     note("init_process_group (joining the other ranks)")
-    local_rank = int(os.environ.get("LOCAL_RANK", str(rank)))
     kwargs = {}
     if backend == "nccl":
         if not cuda_available():
@@ -106,6 +108,26 @@ def init(backend: str | None = None, *, timeout: float | None = None) -> "TorchC
     )
     note("running (after init_process_group)")
     return TorchComm()
+
+
+def _place(env=None) -> tuple:
+    """``(rank, world_size, local_rank)`` from the environment: torch's names (``RANK``, ``WORLD_SIZE``,
+    ``LOCAL_RANK``, as ``run_torch`` and ``torchrun`` set them), else Slurm's for a task ``srun`` started.
+
+    >>> _place({"RANK": "1", "WORLD_SIZE": "4"})
+    (1, 4, 1)
+    >>> _place({"SLURM_PROCID": "3", "SLURM_NTASKS": "4", "SLURM_LOCALID": "1"})
+    (3, 4, 1)
+    >>> _place({})
+    (0, 1, 0)
+    """
+    env = os.environ if env is None else env
+    if "RANK" not in env and "SLURM_PROCID" in env:
+        names = ("SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID")
+    else:
+        names = ("RANK", "WORLD_SIZE", "LOCAL_RANK")
+    rank = int(env.get(names[0], "0"))
+    return rank, int(env.get(names[1], "1")), int(env.get(names[2], str(rank)))
 
 
 def world() -> "TorchComm":
