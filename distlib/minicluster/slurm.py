@@ -42,7 +42,8 @@ from pathlib import Path
 
 from ..engines._processes import _kill_group
 
-__all__ = ["MPI_OVER_SLURM", "PARTITION", "Slurm", "SlurmUnavailable", "slurm_support"]
+__all__ = ["CRED_EXPIRE", "MESSAGE_TIMEOUT", "MPI_OVER_SLURM", "PARTITION", "Slurm", "SlurmUnavailable",
+           "slurm_support"]
 
 PARTITION = "mini"
 """The one partition, holding every node (the default for ``srun`` and ``sbatch``)."""
@@ -59,6 +60,13 @@ MPI_OVER_SLURM = {
     "MPIR_CVAR_CH4_ROOTS_ONLY_PMI": "1",
 }
 """The environment commands typed at the login node get for MPI: what each setting is for, beside it."""
+
+CRED_EXPIRE = 10
+"""Seconds a job credential lives (``AuthInfo=cred_expire``; Slurm's default is 120): also how long a requeued
+job waits before it may start again, which a job that lost a node does (:mod:`distlib.minicluster.requeue`)."""
+MESSAGE_TIMEOUT = 5
+"""Seconds a message between Slurm's daemons may take (``MessageTimeout``; Slurm's default is 10): also how long
+the controller's ping waits for a node that is gone before it counts it as not responding."""
 
 _PROGRAMS = ("slurmctld", "slurmd", "munged", "srun", "sbatch", "sinfo", "squeue", "scancel")
 
@@ -89,7 +97,9 @@ def slurm_conf(cluster, folder: Path, *, cpus_per_node: int, munge_socket: Path)
         "# Written by distlib.minicluster.slurm for one mini cluster; removed with it.",
         f"ClusterName=mini{os.getpid()}",
         f"SlurmctldHost=head({cluster.head.address})",
-        "AuthType=auth/munge", "CredType=cred/munge", f"AuthInfo=socket={munge_socket}",
+        # cred_expire: a job credential's lifetime, 120 s by default; "this also controls how long a requeued
+        # job must wait before starting again" (slurm.conf(5)): 10 s lets a requeued job come back in seconds
+        "AuthType=auth/munge", "CredType=cred/munge", f"AuthInfo=socket={munge_socket},cred_expire={CRED_EXPIRE}",
         "SlurmUser=root", "SlurmdUser=root",
         f"StateSaveLocation={folder / 'state'}",
         f"SlurmdSpoolDir={folder / 'spool' / '%n'}",
@@ -100,12 +110,17 @@ def slurm_conf(cluster, folder: Path, *, cpus_per_node: int, munge_socket: Path)
         # no cgroups needed: processes tracked through /proc, tasks not bound to cores
         "ProctrackType=proctrack/linuxproc", "TaskPlugin=task/none", "JobAcctGatherType=jobacct_gather/none",
         "MpiDefault=none",
-        "ReturnToService=2", "SchedulerType=sched/backfill",
+        # the backfill scheduler looks at pending jobs every 2 s, not 30: a requeued job starts once its begin time
+        # is past, without waiting up to half a minute more for the next look ("bf_interval", slurm.conf(5))
+        "ReturnToService=2", "SchedulerType=sched/backfill", "SchedulerParameters=bf_interval=2",
         "SelectType=select/cons_tres", "SelectTypeParameters=CR_Core",
         # the nodes say they have cpus_per_node CPUs whatever this machine has
         "SlurmdParameters=config_overrides",
         # a job past its --time is ended at once, and the controller notices a dead node in seconds
         "KillWait=2", "OverTimeLimit=0", "SlurmdTimeout=10", "InactiveLimit=0", "MinJobAge=30",
+        # a ping to a node that is gone fails after 5 s, not 10: the node is set DOWN 15 to 25 s after it went
+        # (SlurmdTimeout plus the failed ping), instead of 20 to 30
+        f"MessageTimeout={MESSAGE_TIMEOUT}",
         f"NodeName={names} NodeAddr={addresses} CPUs={cpus_per_node} State=UNKNOWN",
         f"PartitionName={PARTITION} Nodes={names} Default=YES MaxTime=INFINITE State=UP",
         "",
