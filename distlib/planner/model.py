@@ -33,6 +33,28 @@ they come from:
   ``12 s h`` per layer per token, so their printed HFU sits 1.5 points above
   ours for the 22B model at the same MFU.
 
+**Mixture of experts** (chapter 15). With ``experts`` above 0 the last
+``moe_layers`` layers replace the MLP by ``experts`` routed experts (each an
+MLP of inner width ``expert_ffn_hidden``), ``shared_experts`` experts every
+token passes through, and a router (an ``h x experts`` matrix); each token
+goes to ``top_k`` of the routed experts. ``.params`` counts every expert;
+the FLOPs count what a token runs, the *active* parameters
+(``.active_params``: ``top_k`` routed experts and the shared ones, the
+router, and everything outside the MLPs), as DeepSeek-V3's "37B activated
+for each token" does. ``.routed_expert_params`` is what expert parallelism
+splits over its ranks. Multi-head latent attention's low-rank projections
+are counted as ordinary attention's ``4 h^2`` (for DeepSeek-V3: 205M a layer
+against MLA's 187M, 0.2 % of the model). DeepSeek-V3 (arXiv:2412.19437,
+section 4.2: 61 layers, the first 3 dense, 1 shared and 256 routed experts of
+width 2048, 8 routed a token; "671B total parameters, of which 37B are
+activated for each token"):
+
+>>> v3 = transformer(61, 7168, 128, seq=4096, vocab=129280, ffn_hidden=18432, gated_ffn=True, biases=False,
+...                  tied_embeddings=False, learned_positions=False, experts=256, top_k=8,
+...                  expert_ffn_hidden=2048, shared_experts=1, moe_layers=58)
+>>> round(v3.params / 1e9), round(v3.active_params / 1e9, 1)    # MLA counted as 4 h^2 attention
+(672, 38.7)
+
 Narayanan et al. 2021's equation (3) counts one iteration of ``B`` sequences
 with full recomputation as ``96 B s l h^2 (1 + s/(6h) + V/(16 l h))``;
 :meth:`Transformer.hardware_flops_per_token` with ``"full"`` gives the same
@@ -65,6 +87,16 @@ class Transformer:
     biases: bool = True
     tied_embeddings: bool = True
     learned_positions: bool = True
+    experts: int = 0
+    top_k: int = 0
+    expert_ffn_hidden: int = 0
+    shared_experts: int = 0
+    moe_layers: int = 0
+
+    @property
+    def is_moe(self) -> bool:
+        """Whether some layers are mixtures of experts."""
+        return self.experts > 0 and self.moe_layers > 0
 
     @property
     def kv_dim(self) -> int:
@@ -81,11 +113,59 @@ class Transformer:
         return weights + bias + 4 * h
 
     @property
-    def params(self) -> int:
-        """Every weight, embeddings included."""
+    def expert_params(self) -> int:
+        """Weights of one expert: an MLP of inner width ``expert_ffn_hidden`` (gated or not, biased or not)."""
+        h, f = self.hidden, self.expert_ffn_hidden
+        mlp_matrices = 3 if self.gated_ffn else 2
+        return mlp_matrices * h * f + (((mlp_matrices - 1) * f + h) if self.biases else 0)
+
+    def _moe_layer_params(self, experts: int) -> int:
+        """One mixture-of-experts layer holding ``experts`` experts: the dense layer less its MLP, the router."""
+        dense_mlp = (3 if self.gated_ffn else 2) * self.hidden * self.ffn_hidden
+        dense_mlp += (((3 if self.gated_ffn else 2) - 1) * self.ffn_hidden + self.hidden) if self.biases else 0
+        return self.params_per_layer - dense_mlp + self.hidden * self.experts + experts * self.expert_params
+
+    def _all_layers(self, experts: int) -> int:
+        moe = self.moe_layers if self.is_moe else 0
+        mixed = moe * self._moe_layer_params(experts) if moe else 0
+        return (self.layers - moe) * self.params_per_layer + mixed
+
+    @property
+    def non_layer_params(self) -> int:
+        """Weights outside the layers: the embeddings (and output layer), positions, the final norm."""
+        return self._outside_layers()
+
+    def _outside_layers(self) -> int:
         embeddings = self.vocab * self.hidden * (1 if self.tied_embeddings else 2)
         positions = self.seq * self.hidden if self.learned_positions else 0
-        return self.layers * self.params_per_layer + embeddings + positions + 2 * self.hidden
+        return embeddings + positions + 2 * self.hidden
+
+    @property
+    def params(self) -> int:
+        """Every weight, embeddings and every expert included."""
+        return self._all_layers(self.experts + self.shared_experts) + self._outside_layers()
+
+    @property
+    def active_params(self) -> int:
+        """The weights one token runs through: ``top_k`` routed and the shared experts (``params`` when dense)."""
+        return self._all_layers(self.top_k + self.shared_experts) + self._outside_layers()
+
+    @property
+    def active_params_per_layer(self) -> float:
+        """A layer's active weights, the mean over the layers (``params_per_layer`` when dense)."""
+        if not self.is_moe:
+            return self.params_per_layer
+        return self._all_layers(self.top_k + self.shared_experts) / self.layers
+
+    @property
+    def routed_expert_params(self) -> int:
+        """Weights of every routed expert of every layer: what expert parallelism splits (0 when dense)."""
+        return self.moe_layers * self.experts * self.expert_params if self.is_moe else 0
+
+    @property
+    def active_ffn_hidden(self) -> int:
+        """The MLP width a token's activations have: ``(top_k + shared) x expert_ffn_hidden`` with experts."""
+        return (self.top_k + self.shared_experts) * self.expert_ffn_hidden if self.is_moe else self.ffn_hidden
 
     @property
     def attention_flops_per_token(self) -> float:
@@ -94,13 +174,13 @@ class Transformer:
 
     @property
     def forward_flops_per_token(self) -> float:
-        """Forward FLOPs per token: ``2 params + 4 s h l``."""
-        return training_flops(self.params, 1.0) / 3 + self.attention_flops_per_token
+        """Forward FLOPs per token: ``2 params + 4 s h l`` (the active parameters with experts)."""
+        return training_flops(self.active_params, 1.0) / 3 + self.attention_flops_per_token
 
     @property
     def training_flops_per_token(self) -> float:
-        """Model FLOPs per token of one training step, forward and backward: ``6 params + 12 s h l``."""
-        return training_flops(self.params, 1.0) + 3 * self.attention_flops_per_token
+        """Model FLOPs per token of one training step, forward and backward: ``6 params + 12 s h l`` (active)."""
+        return training_flops(self.active_params, 1.0) + 3 * self.attention_flops_per_token
 
     def recompute_flops_per_token(self, recompute) -> float:
         """FLOPs per token the hardware spends again under ``recompute`` (``"none"``, ``"selective"``, ``"full"``)."""
@@ -109,7 +189,7 @@ class Transformer:
             return 0.0
         if mode == "selective":
             return self.attention_flops_per_token
-        layer_params = self.layers * self.params_per_layer
+        layer_params = self._all_layers(self.top_k + self.shared_experts)
         return training_flops(layer_params, 1.0) / 3 + self.attention_flops_per_token
 
     def hardware_flops_per_token(self, recompute) -> float:
@@ -131,7 +211,8 @@ class Transformer:
 
 
 def transformer(layers, hidden, heads, *, seq, vocab, ffn_hidden=None, kv_heads=None, gated_ffn=False,
-                biases=True, tied_embeddings=True, learned_positions=True) -> Transformer:
+                biases=True, tied_embeddings=True, learned_positions=True, experts=0, top_k=None,
+                expert_ffn_hidden=None, shared_experts=0, moe_layers=None) -> Transformer:
     """A dense decoder-only transformer (chapter "Choosing a layout").
 
     Parameters
@@ -154,6 +235,10 @@ def transformer(layers, hidden, heads, *, seq, vocab, ffn_hidden=None, kv_heads=
         The output layer reuses the token embedding (GPT-3, BLOOM); Llama's does not.
     learned_positions : bool
         Learned position embeddings (GPT-3); ALiBi (BLOOM) and RoPE (Llama) have no weights.
+    experts, top_k, expert_ffn_hidden, shared_experts, moe_layers : int
+        A mixture of experts (module docstring): ``experts`` routed (0: dense), ``top_k`` of them a token (1 to
+        ``experts``), ``expert_ffn_hidden`` wide (default ``ffn_hidden``), plus ``shared_experts``, in the last
+        ``moe_layers`` layers (1 to ``layers``, default all).
 
     Returns
     -------
@@ -199,5 +284,25 @@ def transformer(layers, hidden, heads, *, seq, vocab, ffn_hidden=None, kv_heads=
     flags = {name: check_bool(name, value) for name, value in (
         ("gated_ffn", gated_ffn), ("biases", biases), ("tied_embeddings", tied_embeddings),
         ("learned_positions", learned_positions))}
+    moe = _moe_shape(layers, ffn, experts, top_k, expert_ffn_hidden, shared_experts, moe_layers)
     return Transformer(layers=layers, hidden=hidden, heads=heads, seq=seq, vocab=vocab, ffn_hidden=ffn,
-                       kv_heads=kv, **flags)
+                       kv_heads=kv, **flags, **moe)
+
+
+def _moe_shape(layers, ffn, experts, top_k, expert_ffn_hidden, shared_experts, moe_layers) -> dict:
+    """The mixture-of-experts fields, checked (all 0 for a dense model)."""
+    experts = check_int("experts", experts, minimum=0)
+    if experts == 0:
+        given = [n for n, v in (("top_k", top_k), ("expert_ffn_hidden", expert_ffn_hidden), ("moe_layers", moe_layers))
+                 if v is not None] + (["shared_experts"] if shared_experts else [])
+        if given:
+            raise ValueError(f"{given[0]} needs experts >= 1 (a mixture of experts), got experts = 0")
+        return {}
+    if top_k is None:
+        raise ValueError(f"top_k must be given with experts: an integer from 1 to experts ({experts})")
+    return {"experts": experts, "top_k": check_int("top_k", top_k, minimum=1, maximum=experts),
+            "expert_ffn_hidden": ffn if expert_ffn_hidden is None else check_int("expert_ffn_hidden", expert_ffn_hidden,
+                                                                                minimum=1),
+            "shared_experts": check_int("shared_experts", shared_experts, minimum=0),
+            "moe_layers": layers if moe_layers is None else check_int("moe_layers", moe_layers, minimum=1,
+                                                                      maximum=layers)}

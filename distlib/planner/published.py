@@ -17,6 +17,16 @@ MFU (Korthikanti et al.'s Table 5). ``role`` is ``"fit"`` for the three rows
 the planner's constants are computed from
 (:func:`distlib.planner.step.planner_constants`); every other row is a
 prediction.
+
+Mixture-of-experts runs (chapter 15) are rows of the same file with ``role``
+``"moe"``: their shape adds ``experts``, ``top_k``, ``expert_ffn_hidden``,
+``shared_experts`` and ``moe_layers`` (:func:`distlib.transformer`), their
+layout an ``ep`` degree. Their papers print a layout and a cost, not a
+utilization, so :func:`published_layouts` (chapter 13's table) leaves them
+out and :func:`published_moe_layouts` returns them; ``metric`` is
+``"gpu_hours_per_t_tokens"`` and ``printed`` that figure. An accelerator the
+hardware table does not hold (the H800) is described by
+:data:`ROW_ACCELERATORS` from the paper's own figures.
 """
 
 from __future__ import annotations
@@ -28,13 +38,24 @@ from importlib import resources
 
 from ..layout import Layout
 
-__all__ = ["LAYOUT_COLUMNS", "RESIDUAL_CAUSES", "PublishedLayout", "published_layouts", "residual_cause"]
+__all__ = ["LAYOUT_COLUMNS", "MOE_COLUMNS", "RESIDUAL_CAUSES", "ROW_ACCELERATORS", "PublishedLayout",
+           "published_layouts", "published_moe_layouts", "row_accelerator", "residual_cause"]
 
 _INTS = ("layers", "hidden", "heads", "seq", "vocab", "ffn_hidden", "kv_heads", "nodes", "nics", "global_batch", "dp",
-         "tp", "pp", "cp", "zero", "chunks", "micro_batch")
+         "tp", "pp", "cp", "zero", "chunks", "micro_batch", "experts", "top_k", "expert_ffn_hidden", "shared_experts",
+         "moe_layers", "ep")
 _BOOLS = ("gated_ffn", "biases", "tied_embeddings", "learned_positions", "sequence_parallel", "lighter_ends")
 #: The CSV's columns that make up a row's :class:`~distlib.layout.Layout`.
-LAYOUT_COLUMNS = ("dp", "tp", "pp", "cp", "cp_kind", "zero", "sequence_parallel", "schedule", "chunks")
+LAYOUT_COLUMNS = ("dp", "tp", "pp", "cp", "cp_kind", "zero", "sequence_parallel", "schedule", "chunks", "ep")
+#: The CSV's columns of a mixture of experts' shape (empty for a dense model).
+MOE_COLUMNS = ("experts", "top_k", "expert_ffn_hidden", "shared_experts", "moe_layers")
+#: Accelerators a published row names that the hardware table does not hold: the part they share their chip with,
+#: and what the row's paper says differs. The H800 is the H100 SXM with its NVLink cut; DeepSeek-V3's section 3.2.2
+#: gives the rate its kernels see: "NVLink offers a bandwidth of 160 GB/s, roughly 3.2 times that of IB (50 GB/s)".
+ROW_ACCELERATORS = {
+    "H800": {"base": "H100", "link_bandwidth": 160e9, "link_name": "NVLink (H800)",
+             "source": "DeepSeek-V3 technical report (arXiv:2412.19437), section 3.2.2"},
+}
 
 
 @dataclass(frozen=True)
@@ -78,6 +99,11 @@ class PublishedLayout:
     lighter_ends: bool
     source: str
     note: str
+    experts: int | None = None
+    top_k: int | None = None
+    expert_ffn_hidden: int | None = None
+    shared_experts: int | None = None
+    moe_layers: int | None = None
 
 
 def _value(name: str, text: str):
@@ -95,16 +121,39 @@ def _value(name: str, text: str):
 def _row(values: dict) -> PublishedLayout:
     """A CSV row's values as a :class:`PublishedLayout`: the layout columns become its :class:`Layout`."""
     degrees = {k: values.pop(k) for k in LAYOUT_COLUMNS}
-    if degrees["cp_kind"] is None:  # printed only where cp > 1 (Llama 3's all-gather); else the Layout's default
-        del degrees["cp_kind"]
+    for name in ("cp_kind", "ep"):  # cp_kind printed only where cp > 1 (Llama 3's all-gather), ep with experts
+        if degrees[name] is None:
+            del degrees[name]
     b = values["micro_batch"]
     microbatches = values["global_batch"] // (degrees["dp"] * b) if b else None
     return PublishedLayout(layout=Layout(**degrees, microbatches=microbatches), **values)
 
 
 @lru_cache(maxsize=None)
+def _all_rows() -> tuple:
+    text = resources.files("distlib").joinpath("data/published_layouts.csv").read_text(encoding="utf-8")
+    return tuple(_row({k: _value(k, v) for k, v in row.items()}) for row in csv.DictReader(text.splitlines()))
+
+
+@lru_cache(maxsize=None)
+def published_moe_layouts() -> tuple:
+    """The mixture-of-experts rows of ``data/published_layouts.csv`` (``role`` ``"moe"``; chapter 15).
+
+    Examples
+    --------
+    >>> rows = {r.id: r for r in published_moe_layouts()}
+    >>> v3 = rows["deepseek_v3_671b"]       # arXiv:2412.19437, sections 3.1, 3.2 and 4.2
+    >>> v3.nodes * 8, (v3.layout.pp, v3.layout.ep, v3.layout.tp, v3.layout.zero), v3.layout.dp
+    (2048, (16, 64, 1, 1), 128)
+    >>> v3.experts, v3.top_k, v3.shared_experts, v3.expert_ffn_hidden, v3.moe_layers
+    (256, 8, 1, 2048, 58)
+    """
+    return tuple(r for r in _all_rows() if r.role == "moe")
+
+
+@lru_cache(maxsize=None)
 def published_layouts() -> tuple:
-    """Every row of ``data/published_layouts.csv``, as :class:`PublishedLayout`.
+    """Every dense row of ``data/published_layouts.csv`` (those printing a utilization), as :class:`PublishedLayout`.
 
     Examples
     --------
@@ -117,8 +166,33 @@ def published_layouts() -> tuple:
     >>> sorted(r.id for r in rows.values() if r.role == "fit")
     ['korthikanti2022_1t', 'korthikanti2022_22b', 'korthikanti2022_530b_dp8']
     """
-    text = resources.files("distlib").joinpath("data/published_layouts.csv").read_text(encoding="utf-8")
-    return tuple(_row({k: _value(k, v) for k, v in row.items()}) for row in csv.DictReader(text.splitlines()))
+    return tuple(r for r in _all_rows() if r.role != "moe")
+
+
+def row_accelerator(name: str):
+    """The accelerator a row names: the name itself when the hardware table holds it, else an
+    :class:`~distlib.hardware.Accelerator` built from :data:`ROW_ACCELERATORS`.
+
+    >>> h800 = row_accelerator("H800")
+    >>> h800.name, h800.link_bandwidth / 1e9, h800.bf16_flops == row_accelerator_base("H800").bf16_flops
+    ('H800', 160.0, True)
+    >>> row_accelerator("A100")
+    'A100'
+    """
+    if name not in ROW_ACCELERATORS:
+        return name
+    from dataclasses import replace
+
+    spec = ROW_ACCELERATORS[name]
+    return replace(row_accelerator_base(name), name=name, variant=f"{name} SXM", link_bandwidth=spec["link_bandwidth"],
+                   link_name=spec["link_name"], aliases=(), notes=f"link rate from {spec['source']}")
+
+
+def row_accelerator_base(name: str):
+    """The hardware table's part a row's accelerator shares its chip with (:data:`ROW_ACCELERATORS`)."""
+    from ..hardware import accelerator
+
+    return accelerator(ROW_ACCELERATORS[name]["base"] if name in ROW_ACCELERATORS else name)
 
 
 #: What the planner leaves out where a published row's residual comes from, by the start of the row's id (the
@@ -139,6 +213,7 @@ RESIDUAL_CAUSES = {
     "llama3_405b_8k_": "FSDP's overlap charged in full",
     "llama3_405b_128k_": "attention at the products' efficiency",
     "bloom_": "Omni-Path as InfiniBand, uncalibrated",
+    "deepseek_": "FP8 products and DualPipe not modelled",
 }
 
 

@@ -49,7 +49,23 @@ Time of one step (the names of :attr:`LayoutStep.breakdown`, in seconds;
   pays the latency of a collective over every data-parallel rank), times
   ``dp_exposure``;
 * ``optimizer``: Adam's update streaming the GPU's share of the
-  mixed-precision state through HBM once.
+  mixed-precision state through HBM once;
+* ``ep_comm`` (a mixture of experts, chapter 15): each MoE layer's two
+  all-to-alls (dispatch and combine) forward and again backward (and once
+  more forward under full recomputation), each rank sending its ``T`` tokens'
+  ``top_k`` copies of ``h`` bf16 values, ``(ep - 1)/ep`` of them to other
+  ranks (:func:`distlib.collectives.alltoall_time`, pairwise), at the NVLink
+  rate when the ``ep x tp`` ranks fit in a node, else at the GPU's share of
+  the node's NICs (its in-node share counted at that rate too: an upper
+  bound). Counted as not overlapped; DeepSeek-V3's DualPipe hides it.
+
+Experts. Expert parallelism splits the routed experts over ``ep`` of the
+``dp x cp`` ranks (consecutive replicas), so a GPU holds ``1 / (tp pp ep)`` of
+them; their state is sharded by ZeRO over the ``dp cp / ep`` ranks that hold
+the same experts, and their gradients are reduced over those ranks only. The
+FLOPs are the active parameters' (:attr:`distlib.planner.model.Transformer.active_params`);
+the activations are a dense layer's with the MLP as wide as a token's experts
+together.
 
 Three constants are fitted (:func:`planner_constants`) and everything else
 is predicted: ``matmul_efficiency`` and ``memory_traffic`` on Korthikanti et
@@ -79,9 +95,10 @@ from .._check import check_bool, check_choice, check_int
 from ..layout import Layout
 from ..activations import RECOMPUTE_MODES, activation_bytes_per_layer
 from ..context_parallel import cp_activation_bytes_per_layer, cp_collectives
-from ..gpu_cluster import GpuCluster, calibration, gpu_cluster, predict_time
+from ..collectives.alltoall import alltoall_time
+from ..gpu_cluster import _HW_LAT, GpuCluster, calibration, gpu_cluster, predict_time
 from ..pipeline_schedule import peak_held
-from .published import published_layouts, residual_cause
+from .published import published_layouts, residual_cause, row_accelerator
 from .model import Transformer, transformer
 from .tensor_parallel import tp_collectives_per_layer, tp_message_bytes
 from ..units import gbit_to_bytes_per_s
@@ -96,7 +113,8 @@ LAYOUT_SCHEDULES = ("1f1b", "interleaved")
 #: How attention is computed: scores written to HBM, or FlashAttention (they never are).
 ATTENTION_KERNELS = ("materialized", "flash")
 #: The named seconds of a step, in the order they are summed.
-BREAKDOWN_TERMS = ("compute", "memory_bound", "tp_comm", "cp_comm", "pp_comm", "bubble", "dp_comm", "optimizer")
+BREAKDOWN_TERMS = ("compute", "memory_bound", "tp_comm", "cp_comm", "pp_comm", "bubble", "dp_comm", "optimizer",
+                   "ep_comm")
 #: Tokens of a sequence each GPU keeps before :func:`plan_layouts` tries context parallelism. The model
 #: charges nothing for short matrices, so it would split 2K sequences 8 ways; practice (Llama 3's 128K
 #: stage) keeps CP for long contexts. Pass ``cp=`` to try any degree.
@@ -170,7 +188,8 @@ class LayoutStep:
     def name(self) -> str:
         """A short name, e.g. ``dp8 tp4 pp12 cp1 zero1 full``."""
         lay = self.layout
-        return (f"dp{lay.dp} tp{lay.tp} pp{lay.pp} cp{lay.cp} zero{lay.zero} {self.recompute}"
+        return (f"dp{lay.dp} tp{lay.tp} pp{lay.pp} cp{lay.cp}{f' ep{lay.ep}' if lay.ep > 1 else ''} zero{lay.zero} "
+                f"{self.recompute}"
                 f"{' sp' if lay.sequence_parallel else ''} {lay.schedule} v{lay.chunks} b{self.micro_batch}")
 
 
@@ -200,6 +219,7 @@ class _Terms:
     pp_comm: float
     dp_comm: float  # s per step at nccl-tests speed
     optimizer: float  # s per step
+    ep_comm: float = 0.0  # s per microbatch
 
 
 @lru_cache(maxsize=4096)
@@ -213,6 +233,12 @@ def _group(cluster: GpuCluster, *dims):
     ranks = [0]
     for size, stride in dims:
         ranks = [r + i * stride for r in ranks for i in range(size)]
+    return _group_of(cluster, tuple(ranks))
+
+
+@lru_cache(maxsize=4096)
+def _group_of(cluster: GpuCluster, ranks: tuple):
+    """The sub-cluster the group of world ``ranks`` runs on (``None`` for one rank)."""
     if len(ranks) == 1:
         return None
     gpn = cluster.gpus_per_node
@@ -242,14 +268,14 @@ def _traffic_mode(lay: _Plan) -> str:
 
 def _layer_shape(model: Transformer) -> dict:
     """The MLP's width, the key/value heads and the gating, for the activation count."""
-    return {"ffn_hidden": model.ffn_hidden, "kv_heads": model.kv_heads, "gated_ffn": model.gated_ffn}
+    return {"ffn_hidden": model.active_ffn_hidden, "kv_heads": model.kv_heads, "gated_ffn": model.gated_ffn}
 
 
 def _compute_terms(model: Transformer, cluster: GpuCluster, lay: _Plan) -> tuple:
     """Seconds per microbatch of the stage's products at peak, and of its memory traffic at one pass."""
     acc, h, s = cluster.accelerator, model.hidden, model.seq
     tokens = lay.micro_batch * s / lay.layout.cp  # tokens of one microbatch on one GPU's CP shard
-    layer_flops = (training_flops(model.params_per_layer, 1.0)  # one layer, per token: products and attention
+    layer_flops = (training_flops(model.active_params_per_layer, 1.0)  # one layer, per token: products and attention
                    + (3 * model.attention_flops_per_token + model.recompute_flops_per_token(lay.recompute)) / model.layers)
     output_flops = training_flops(model.vocab * h, 1.0)  # the output layer, forward and backward, spread over the stages
     stage_flops = tokens / lay.layout.tp * (_stage_layers(model, lay.layout.pp, lay.layout.chunks) * layer_flops + output_flops / lay.layout.pp)
@@ -293,6 +319,53 @@ def _comm_terms(model: Transformer, cluster: GpuCluster, lay: _Plan) -> tuple:
     return tp, cp, pp
 
 
+def ep_alltoall_link(cluster: GpuCluster, *, ep: int, tp: int = 1) -> tuple:
+    """``(alpha, bandwidth, where)`` of expert parallelism's all-to-all: NVLink when the ``ep x tp`` ranks fit in a
+    node, else the GPU's share of the node's NICs (``where`` is ``"nvlink"`` or ``"network"``).
+
+    The rates are the cluster's line rates times the GPU-cluster model's calibrated efficiencies (as ``pp_comm``'s);
+    ``alpha`` is NCCL's per-step hardware latency of that fabric (Simple protocol).
+
+    >>> c = gpu_cluster(256, accelerator="H100", nic_bandwidth=8 * 50e9)
+    >>> ep_alltoall_link(c, ep=8)[2], ep_alltoall_link(c, ep=64)[2]
+    ('nvlink', 'network')
+    """
+    cal = calibration()
+    if ep * tp <= cluster.gpus_per_node or cluster.nodes == 1:
+        return _HW_LAT["nvlink"]["ring"]["Simple"] * 1e-6, cluster.link_bandwidth * cal.ring_efficiency, "nvlink"
+    return _HW_LAT["net"]["ring"]["Simple"] * 1e-6, cluster.nic_bandwidth_per_gpu * cal.nic_efficiency, "network"
+
+
+def ep_alltoall_bytes(model: Transformer, tokens: float, *, tp: int = 1) -> float:
+    """Bytes each rank holds for one all-to-all of ``tokens`` tokens (split over ``tp`` ranks): ``top_k`` copies of
+    ``h`` bf16 values a token; the pairwise exchange sends ``(ep - 1)/ep`` of them.
+
+    >>> m = transformer(2, 64, 4, seq=128, vocab=100, experts=8, top_k=2)
+    >>> ep_alltoall_bytes(m, 128)    # 128 tokens x 2 experts x 64 values x 2 bytes
+    32768.0
+    """
+    return float(tokens) * model.top_k * model.hidden * _BF16 / tp
+
+
+def _moe_stage_layers(model: Transformer, pp: int, chunks: int) -> int:
+    """MoE layers on the busiest stage (the last layers are the MoE ones)."""
+    if not model.is_moe:
+        return 0
+    return min(_stage_layers(model, pp, chunks), chunks * math.ceil(model.moe_layers / (pp * chunks)))
+
+
+def _ep_comm(model: Transformer, cluster: GpuCluster, lay: _Plan) -> float:
+    """Seconds per microbatch of the MoE layers' all-to-alls on the busiest stage (exposed)."""
+    ep, tp = lay.layout.ep, lay.layout.tp
+    if ep == 1 or not model.is_moe:
+        return 0.0
+    alpha, bandwidth, _ = ep_alltoall_link(cluster, ep=ep, tp=tp)
+    n_bytes = ep_alltoall_bytes(model, lay.micro_batch * model.seq / lay.layout.cp, tp=tp)
+    per_layer = (4 + (2 if lay.recompute == "full" else 0)) * alltoall_time(n_bytes, ep, alpha=alpha,
+                                                                           bandwidth=bandwidth)
+    return _moe_stage_layers(model, lay.layout.pp, lay.layout.chunks) * float(per_layer)
+
+
 def _layer_modules(model: Transformer) -> tuple:
     """Parameters of each module of one layer, as a framework holds them: the fused query-key-value projection,
     the output projection, the MLP's matrices (each with its bias, if any) and the two norms."""
@@ -318,7 +391,7 @@ def _zero3_microbatch(model: Transformer, lay: _Plan, group, r) -> float:
                                                                                   r.grads * params * share, group)
 
     layer = sum(one(n) for n in _layer_modules(model))
-    rest = model.params - model.layers * model.params_per_layer
+    rest = model.non_layer_params
     return _stage_layers(model, lay.layout.pp, lay.layout.chunks) * layer + one(rest) / lay.layout.pp
 
 
@@ -329,21 +402,48 @@ def _dp_terms(model: Transformer, cluster: GpuCluster, lay: _Plan, microbatches:
     2 otherwise), the weights gathered at its weight width. ZeRO-1 and 2 run once a step, ZeRO-3 once a microbatch
     (:func:`_zero3_microbatch`).
     """
-    shard = model.params / (lay.layout.tp * lay.layout.pp)  # parameters of one GPU's model-parallel shard
-    ranks = lay.layout.dp * lay.layout.cp
-    group = _group(cluster, (lay.layout.cp, lay.layout.tp), (lay.layout.dp, lay.layout.tp * lay.layout.cp * lay.layout.pp))
+    lay_ = lay.layout
+    ranks = lay_.dp * lay_.cp
+    shard, expert_shard = _shards(model, lay_)
+    group = _group(cluster, (lay_.cp, lay_.tp), (lay_.dp, lay_.tp * lay_.cp * lay_.pp))
     r = RECIPES[lay.recipe]
-    stage = zero_stage(lay.layout.zero)
-    if lay.layout.zero == 0:
-        comm = _time("allreduce", r.grads * shard, group)
-    elif lay.layout.zero < 3:
-        comm = (stage.gradient_passes * _time("reduce_scatter", r.grads * shard, group)
-                + stage.weight_passes * _time("allgather", r.weights * shard, group))
-    else:
-        comm = microbatches * _zero3_microbatch(model, lay, group, r)
+    comm = (microbatches * _zero3_microbatch(model, lay, group, r) if lay_.zero == 3
+            else _dp_comm_once(lay_.zero, shard, group, r))
+    if expert_shard:  # the experts' gradients are reduced over the ranks that hold the same experts
+        comm += (microbatches * _zero3_experts(model, lay, _expert_replicas(cluster, lay_), r) if lay_.zero == 3
+                 else _dp_comm_once(lay_.zero, expert_shard, _expert_replicas(cluster, lay_), r))
     streamed = r.grads + 2 * (r.master + r.optimizer) + r.weights  # read grads, read/write state, write weights
-    updated = shard / (ranks if lay.layout.zero >= 1 else 1)
+    sharded = lay_.zero >= 1
+    updated = shard / (ranks if sharded else 1) + expert_shard / (ranks // lay_.ep if sharded else 1)
     return comm, updated * streamed / cluster.accelerator.hbm_bandwidth
+
+
+def _dp_comm_once(zero: int, shard: float, group, r) -> float:
+    """ZeRO 0, 1 or 2's data-parallel collectives of a ``shard`` of parameters, once a step."""
+    if zero == 0:
+        return _time("allreduce", r.grads * shard, group)
+    stage = zero_stage(zero)
+    return (stage.gradient_passes * _time("reduce_scatter", r.grads * shard, group)
+            + stage.weight_passes * _time("allgather", r.weights * shard, group))
+
+
+def _zero3_experts(model: Transformer, lay: _Plan, group, r) -> float:
+    """ZeRO-3's gathers and reduce-scatter of the stage's experts for one microbatch, one collective per expert."""
+    per = r.weights * model.expert_params / lay.layout.tp
+    one = 2 * _time("allgather", per, group) + _time("reduce_scatter", per * r.grads / r.weights, group)
+    return _moe_stage_layers(model, lay.layout.pp, lay.layout.chunks) * model.experts // lay.layout.ep * one
+
+
+def _shards(model: Transformer, lay: Layout) -> tuple:
+    """Parameters of one GPU's model-parallel shard: ``(replicated over dp x cp, experts replicated over dp cp/ep)``."""
+    experts = model.routed_expert_params
+    return (model.params - experts) / (lay.tp * lay.pp), experts / (lay.tp * lay.pp * lay.ep)
+
+
+def _expert_replicas(cluster: GpuCluster, lay: Layout):
+    """The sub-cluster of the ``dp cp / ep`` ranks holding the same experts as rank 0 (every ``ep``-th replica)."""
+    ranks = tuple(((r // lay.cp) * lay.pp * lay.cp + r % lay.cp) * lay.tp for r in range(0, lay.dp * lay.cp, lay.ep))
+    return _group_of(cluster, ranks)
 
 
 def _terms(model: Transformer, cluster: GpuCluster, global_batch: int, lay: _Plan) -> _Terms:
@@ -352,15 +452,19 @@ def _terms(model: Transformer, cluster: GpuCluster, global_batch: int, lay: _Pla
     tp, cp, pp = _comm_terms(model, cluster, lay)
     dp, optimizer = _dp_terms(model, cluster, lay, m)
     return _Terms(microbatches=m, bubble_units=(lay.layout.pp - 1) / lay.layout.chunks, compute_at_peak=at_peak,
-                  memory_at_hbm=memory, tp_comm=tp, cp_comm=cp, pp_comm=pp, dp_comm=dp, optimizer=optimizer)
+                  memory_at_hbm=memory, tp_comm=tp, cp_comm=cp, pp_comm=pp, dp_comm=dp, optimizer=optimizer,
+                  ep_comm=_ep_comm(model, cluster, lay))
 
 
 def _breakdown(t: _Terms, c: PlannerConstants) -> dict:
     m = t.microbatches
     per_mb = {"compute": t.compute_at_peak / c.matmul_efficiency, "memory_bound": t.memory_at_hbm * c.memory_traffic,
               "tp_comm": t.tp_comm, "cp_comm": t.cp_comm, "pp_comm": t.pp_comm}
+    if t.ep_comm:
+        per_mb["ep_comm"] = t.ep_comm
     out = {name: m * value for name, value in per_mb.items()}
     out["bubble"] = t.bubble_units * sum(per_mb.values())
+    out.setdefault("ep_comm", 0.0)
     out["dp_comm"] = c.dp_exposure * t.dp_comm
     out["optimizer"] = t.optimizer
     return {name: out[name] for name in BREAKDOWN_TERMS}
@@ -395,8 +499,8 @@ def _held_layers(kind: str, p: int, m: int, v: int, weights: tuple) -> float:
 def _memory(model: Transformer, cluster: GpuCluster, lay: _Plan, microbatches: int) -> dict:
     """Peak bytes per GPU, by part: the first stage's model state and the activations it holds at its peak (its
     chunks' layers weighted by the microbatches each holds then, :func:`_held_layers`)."""
-    state = zero_state_bytes_per_gpu(model.params / (lay.layout.tp * lay.layout.pp), recipe=lay.recipe,
-                                     dp=lay.layout.dp * lay.layout.cp, stage=lay.layout.zero)
+    shard, expert_shard = _shards(model, lay.layout)
+    state = zero_state_bytes_per_gpu(shard, recipe=lay.recipe, dp=lay.layout.dp * lay.layout.cp, stage=lay.layout.zero)
     mode = "selective" if lay.attention == "flash" and lay.recompute == "none" else lay.recompute
     args = (round(model.seq / lay.layout.cp), lay.micro_batch, model.hidden, model.heads)
     kw = {"tp": lay.layout.tp, "sequence_parallel": lay.layout.sequence_parallel, **_layer_shape(model)}
@@ -404,6 +508,10 @@ def _memory(model: Transformer, cluster: GpuCluster, lay: _Plan, microbatches: i
     held = _held_layers(lay.layout.schedule, lay.layout.pp, microbatches, lay.layout.chunks,
                         tuple(_first_stage_weights(model, lay)))
     parts = dict(state.parts())
+    if expert_shard:
+        experts = zero_state_bytes_per_gpu(expert_shard, recipe=lay.recipe, stage=lay.layout.zero,
+                                           dp=lay.layout.dp * lay.layout.cp // lay.layout.ep)
+        parts = {k: v + experts.parts()[k] for k, v in parts.items()}
     parts["activations"] = per_layer * held
     parts["recompute_buffer"] = (activation_bytes_per_layer(*args, recompute=_traffic_mode(lay), **kw)
                                  if lay.recompute == "full" else 0.0)
@@ -427,7 +535,7 @@ def _step(model: Transformer, cluster: GpuCluster, global_batch: int, lay: _Plan
 
 def _layout(model: Transformer, cluster: GpuCluster, global_batch: int, *, dp, tp, pp, cp, zero, recompute,
             sequence_parallel, schedule, chunks, micro_batch, attention, recipe="mixed_precision_adam",
-            lighter_ends=False) -> _Plan:
+            lighter_ends=False, ep=1) -> _Plan:
     """Check a layout against the model and the cluster; ``chunks``/``micro_batch`` may be ``None``."""
     dp, tp, pp, cp = (check_int(n, v, minimum=1) for n, v in (("dp", dp), ("tp", tp), ("pp", pp), ("cp", cp)))
     if dp * tp * pp * cp != cluster.p:
@@ -441,6 +549,7 @@ def _layout(model: Transformer, cluster: GpuCluster, global_batch: int, *, dp, t
         raise ValueError(f"cp must divide the sequence length {model.seq}, got {cp}")
     if global_batch % dp:
         raise ValueError(f"global_batch must be a multiple of dp ({dp}), got {global_batch}")
+    ep = _check_ep(model, ep, dp * cp)
     schedule = check_choice("schedule", schedule, LAYOUT_SCHEDULES)
     if chunks is not None:
         chunks = check_int("chunks", chunks, minimum=2 if schedule == "interleaved" else 1,
@@ -450,13 +559,27 @@ def _layout(model: Transformer, cluster: GpuCluster, global_batch: int, *, dp, t
         micro_batch = check_int("micro_batch", micro_batch, minimum=1)
         if (global_batch // dp) % micro_batch:
             raise ValueError(f"micro_batch must divide global_batch/dp = {global_batch // dp}, got {micro_batch}")
-    layout = Layout(dp=dp, tp=tp, pp=pp, cp=cp, cp_kind=_CP_KIND, zero=zero_stage(zero).stage, schedule=schedule,
+    layout = Layout(dp=dp, tp=tp, pp=pp, cp=cp, ep=ep, cp_kind=_CP_KIND, zero=zero_stage(zero).stage, schedule=schedule,
                     chunks=chunks,
                     sequence_parallel=check_bool("sequence_parallel", sequence_parallel) and tp > 1, microbatches=None)
     return _Plan(layout=layout, recompute=check_choice("recompute", recompute, RECOMPUTE_MODES), micro_batch=micro_batch,
                  attention=check_choice("attention", attention, ATTENTION_KERNELS),
                  recipe=check_choice("recipe", recipe, list(RECIPES)),
                  lighter_ends=check_bool("lighter_ends", lighter_ends))
+
+
+def _check_ep(model: Transformer, ep, replicas: int) -> int:
+    """``ep`` checked: it divides the ``dp * cp`` ranks it is taken from and the model's routed experts."""
+    ep = check_int("ep", ep, minimum=1)
+    if ep == 1:
+        return ep
+    if not model.is_moe:
+        raise ValueError(f"ep must be 1 for a dense model (no experts to split), got {ep}")
+    if replicas % ep:
+        raise ValueError(f"ep must divide dp*cp = {replicas} (the experts split over data-parallel ranks), got {ep}")
+    if model.experts % ep:
+        raise ValueError(f"ep must divide the model's {model.experts} routed experts, got {ep}")
+    return ep
 
 
 def _choices(model: Transformer, global_batch: int, lay: _Plan) -> list:
@@ -480,7 +603,7 @@ def _best(steps: list) -> LayoutStep:
 
 def layout_step(model, cluster, *, global_batch, dp, tp, pp, cp=1, zero=0, recompute="selective",
                 sequence_parallel=True, schedule="1f1b", chunks=None, micro_batch=None, attention="materialized",
-                recipe="mixed_precision_adam", lighter_ends=False, constants=None) -> LayoutStep:
+                recipe="mixed_precision_adam", lighter_ends=False, constants=None, ep=1) -> LayoutStep:
     """One training step of ``model`` on ``cluster`` in one layout, every term named (chapter "Choosing a layout").
 
     Parameters
@@ -517,6 +640,8 @@ def layout_step(model, cluster, *, global_batch, dp, tp, pp, cp=1, zero=0, recom
         chunk), as Llama 3 did to balance the embedding and the output layer.
     constants : PlannerConstants, optional
         Default :func:`planner_constants`.
+    ep : int
+        Expert-parallel ranks (experts only), dividing ``dp * cp`` and the model's routed experts.
 
     Returns
     -------
@@ -550,7 +675,7 @@ def layout_step(model, cluster, *, global_batch, dp, tp, pp, cp=1, zero=0, recom
     global_batch = check_int("global_batch", global_batch, minimum=1)
     lay = _layout(model, cluster, global_batch, dp=dp, tp=tp, pp=pp, cp=cp, zero=zero, recompute=recompute,
                   sequence_parallel=sequence_parallel, schedule=schedule, chunks=chunks, micro_batch=micro_batch,
-                  attention=attention, recipe=recipe, lighter_ends=lighter_ends)
+                  attention=attention, recipe=recipe, lighter_ends=lighter_ends, ep=ep)
     if constants is None:
         constants = planner_constants()
     elif not isinstance(constants, PlannerConstants):
@@ -558,7 +683,7 @@ def layout_step(model, cluster, *, global_batch, dp, tp, pp, cp=1, zero=0, recom
     return _best([_step(model, cluster, global_batch, c, constants) for c in _choices(model, global_batch, lay)])
 
 
-_FIXED = ("dp", "tp", "pp", "cp", "zero", "recompute", "sequence_parallel", "schedule", "chunks", "micro_batch",
+_FIXED = ("dp", "tp", "pp", "cp", "ep", "zero", "recompute", "sequence_parallel", "schedule", "chunks", "micro_batch",
           "attention", "recipe", "lighter_ends", "constants")
 
 
@@ -594,7 +719,7 @@ def plan_layouts(model, cluster, *, global_batch, **fixed) -> list:
     model, cluster, global_batch
         As for :func:`layout_step`.
     **fixed
-        Any of ``dp``, ``tp``, ``pp``, ``cp``, ``zero``, ``recompute``,
+        Any of ``dp``, ``tp``, ``pp``, ``cp``, ``ep``, ``zero``, ``recompute``,
         ``sequence_parallel``, ``schedule``, ``chunks``, ``micro_batch``,
         ``attention``, ``recipe``, ``lighter_ends`` and ``constants``: held at that value.
 
@@ -622,7 +747,7 @@ def plan_layouts(model, cluster, *, global_batch, **fixed) -> list:
     if not isinstance(model, Transformer) or not isinstance(cluster, GpuCluster):
         layout_step(model, cluster, global_batch=global_batch, dp=1, tp=1, pp=1)  # raises, naming the argument
     global_batch = check_int("global_batch", global_batch, minimum=1)
-    for name in ("dp", "tp", "pp", "cp"):
+    for name in ("dp", "tp", "pp", "cp", "ep"):
         if name in fixed:
             fixed[name] = check_int(name, fixed[name], minimum=1)
     options = {
@@ -634,17 +759,32 @@ def plan_layouts(model, cluster, *, global_batch, **fixed) -> list:
     out = []
     for dp, tp, pp, cp in _degrees(model, cluster, global_batch, fixed):
         sps = [fixed["sequence_parallel"]] if "sequence_parallel" in fixed else ([True, False] if tp > 1 else [False])
-        for zero in options["zero"]:
-            for recompute in options["recompute"]:
-                for schedule in options["schedule"]:
-                    if schedule == "interleaved" and pp == 1:
-                        continue
-                    for sp in sps:
-                        r = layout_step(model, cluster, global_batch=global_batch, dp=dp, tp=tp, pp=pp, cp=cp,
-                                        zero=zero, recompute=recompute, sequence_parallel=sp, schedule=schedule, **rest)
-                        if r.fits:
-                            out.append(r)
+        for ep in _eps(model, dp * cp, fixed):
+            out += _fitting(model, cluster, global_batch, dict(dp=dp, tp=tp, pp=pp, cp=cp, ep=ep), sps, options, rest)
     return sorted(out, key=lambda r: r.step_time)
+
+
+def _eps(model: Transformer, replicas: int, fixed: dict) -> list:
+    """The expert-parallel degrees to try: the one fixed, or every divisor of ``replicas`` and of the experts."""
+    if "ep" in fixed:
+        return [fixed["ep"]] if replicas % fixed["ep"] == 0 else []
+    return [e for e in _divisors(replicas) if model.experts % e == 0] if model.is_moe else [1]
+
+
+def _fitting(model, cluster, global_batch, degrees: dict, sps: list, options: dict, rest: dict) -> list:
+    """The layouts of these degrees that fit, over the options not fixed."""
+    out = []
+    for zero in options["zero"]:
+        for recompute in options["recompute"]:
+            for schedule in options["schedule"]:
+                if schedule == "interleaved" and degrees["pp"] == 1:
+                    continue
+                for sp in sps:
+                    r = layout_step(model, cluster, global_batch=global_batch, **degrees, zero=zero,
+                                    recompute=recompute, sequence_parallel=sp, schedule=schedule, **rest)
+                    if r.fits:
+                        out.append(r)
+    return out
 
 
 def published_model(row) -> Transformer:
@@ -668,7 +808,9 @@ def published_model(row) -> Transformer:
     """
     return transformer(row.layers, row.hidden, row.heads, seq=row.seq, vocab=row.vocab, ffn_hidden=row.ffn_hidden,
                        kv_heads=row.kv_heads, gated_ffn=row.gated_ffn, biases=row.biases,
-                       tied_embeddings=row.tied_embeddings, learned_positions=row.learned_positions)
+                       tied_embeddings=row.tied_embeddings, learned_positions=row.learned_positions,
+                       experts=row.experts or 0, top_k=row.top_k, expert_ffn_hidden=row.expert_ffn_hidden,
+                       shared_experts=row.shared_experts or 0, moe_layers=row.moe_layers)
 
 
 def published_cluster(row) -> GpuCluster:
@@ -683,13 +825,14 @@ def published_cluster(row) -> GpuCluster:
     (3072, 'A100', 200.0)
     """
     nic = gbit_to_bytes_per_s(row.nic_gbit_per_node) if row.nodes > 1 else None
-    return gpu_cluster(row.nodes, accelerator=row.accelerator, nic_bandwidth=nic, nics=row.nics, network=row.network)
+    return gpu_cluster(row.nodes, accelerator=row_accelerator(row.accelerator), nic_bandwidth=nic, nics=row.nics,
+                       network=row.network)
 
 
 def _row_layout(row) -> dict:
     """The keywords of :func:`layout_step` a published row fixes (``None`` where it prints nothing)."""
     lay = row.layout
-    return {"dp": lay.dp, "tp": lay.tp, "pp": lay.pp, "cp": lay.cp, "zero": lay.zero, "recompute": row.recompute,
+    return {"dp": lay.dp, "tp": lay.tp, "pp": lay.pp, "cp": lay.cp, "ep": lay.ep, "zero": lay.zero, "recompute": row.recompute,
             "sequence_parallel": lay.sequence_parallel, "schedule": lay.schedule, "chunks": lay.chunks,
             "micro_batch": row.micro_batch, "attention": row.attention, "recipe": row.recipe,
             "lighter_ends": row.lighter_ends}

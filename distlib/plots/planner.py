@@ -28,9 +28,11 @@ from ..planner import BREAKDOWN_TERMS
 __all__ = ["TERM_LABELS", "TERM_COLORS", "short_layout", "LayoutBars", "plot_layout_bars", "plot_term_legend"]
 
 TERM_LABELS = {"compute": "compute", "memory_bound": "memory-bound", "tp_comm": "TP comm", "cp_comm": "CP comm",
-               "pp_comm": "PP comm", "bubble": "bubble", "dp_comm": "DP comm", "optimizer": "optimizer"}
+               "pp_comm": "PP comm", "bubble": "bubble", "dp_comm": "DP comm", "optimizer": "optimizer",
+               "ep_comm": "EP all-to-all"}
 TERM_COLORS = {"compute": "#0072B2", "memory_bound": "#56B4E9", "tp_comm": "#E69F00", "cp_comm": "#F0E442",
-               "pp_comm": "#CC79A7", "bubble": "#BBBBBB", "dp_comm": "#D55E00", "optimizer": "#009E73"}
+               "pp_comm": "#CC79A7", "bubble": "#BBBBBB", "dp_comm": "#D55E00", "optimizer": "#009E73",
+               "ep_comm": "#882255"}
 _TICKS = 8  # tick labels the x axis can show
 
 
