@@ -73,6 +73,13 @@ from .context_parallel import (SPLITS, cp_chunks, cp_positions, softmax_attentio
                                ring_schedule, ring_overlap_tokens, ring_step_saving, CPLayer, cp_layer,
                                cp_activation_bytes_per_layer)
 
+# chapter 15: expert parallelism (parameters, routing, capacity, balance, node limits, the all-to-all)
+from .experts_model import (ROUTER_GATES, BALANCING_RULES, MoeParams, moe_params, gqa_attention_params,
+                            mla_attention_params, MOE_MODELS, moe_model, Routes, route, capacity, keep_mask,
+                            DispatchStats, dispatch_stats, switch_aux_loss, aux_loss_gradient, bias_update,
+                            router_logits, BalanceRun, balance_simulation, node_limited_route, NodeTraffic,
+                            node_traffic, MoeAlltoall, moe_alltoall, expert_ranks, dispatch_matrix)
+
 # chapter 16: when a node dies (failures, checkpoints, goodput)
 from .goodput import (EVENT_KINDS, job_mtbf, young_interval, daly_interval, optimal_interval, goodput,
                       expected_goodput, GoodputCurve, goodput_curve, FailureRun, simulate_failures, Interruption,
@@ -181,6 +188,12 @@ __all__ = [
     "ring_attention", "causal_pairs", "chunk_pairs", "work_imbalance", "CPComm", "cp_comm", "cp_collectives",
     "RingTimeline", "ring_timeline", "ring_work", "RingSchedule", "ring_schedule", "ring_overlap_tokens",
     "ring_step_saving", "CPLayer", "cp_layer", "cp_activation_bytes_per_layer",
+    # expert parallelism
+    "ROUTER_GATES", "BALANCING_RULES", "MoeParams", "moe_params", "gqa_attention_params", "mla_attention_params",
+    "MOE_MODELS", "moe_model", "Routes", "route", "capacity", "keep_mask", "DispatchStats", "dispatch_stats",
+    "switch_aux_loss", "aux_loss_gradient", "bias_update", "router_logits", "BalanceRun", "balance_simulation",
+    "node_limited_route", "NodeTraffic", "node_traffic", "MoeAlltoall", "moe_alltoall", "expert_ranks",
+    "dispatch_matrix",
     # goodput
     "EVENT_KINDS", "job_mtbf", "young_interval", "daly_interval", "optimal_interval", "goodput", "expected_goodput",
     "GoodputCurve", "goodput_curve", "FailureRun", "simulate_failures", "Interruption", "Llama3Interruptions",
