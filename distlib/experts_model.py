@@ -819,15 +819,20 @@ def expert_ranks(experts, ep) -> np.ndarray:
     return np.arange(experts) // (experts // ep)
 
 
-def dispatch_matrix(choices, kept, *, experts, ep, source_rank=None) -> np.ndarray:
+def dispatch_matrix(choices, kept, *, experts, ep, source_rank=None, to="rank") -> np.ndarray:
     """Rows rank ``s`` sends rank ``d`` in the dispatch (ep, ep): kept assignments only; the diagonal stays.
 
-    ``source_rank`` (T,): each token's rank, default ``T / ep`` consecutive tokens a rank. The combine sends
-    the transpose back; the backward pass the same two again.
+    ``source_rank`` (T,): each token's rank, default ``T / ep`` consecutive tokens a rank. ``to="expert"``:
+    rows from rank ``s`` to expert ``e`` instead (ep, E); its columns summed by :func:`expert_ranks` give the
+    first. The combine sends the transpose back; the backward pass the same two again.
 
-    >>> dispatch_matrix([[0], [3], [1], [2]], [[True], [True], [True], [False]], experts=4, ep=2).tolist()
+    >>> m = dispatch_matrix([[0], [3], [1], [2]], [[True], [True], [True], [False]], experts=4, ep=2)
+    >>> m.tolist()
     [[1, 1], [1, 0]]
+    >>> dispatch_matrix([[0], [3], [1], [2]], [[True], [True], [True], [False]], experts=4, ep=2, to="expert").tolist()
+    [[1, 0, 0, 1], [0, 1, 0, 0]]
     """
+    to = check_choice("to", to, ("rank", "expert"))
     arr, experts = _choices(choices, experts)
     mask = np.asarray(kept, dtype=bool)
     if mask.shape != arr.shape:
@@ -843,6 +848,7 @@ def dispatch_matrix(choices, kept, *, experts, ep, source_rank=None) -> np.ndarr
         if src.shape != (tokens,) or (src.size and (src.min() < 0 or src.max() >= ep)):
             raise ValueError(f"source_rank must give each of the {tokens} tokens a rank in [0, {ep - 1}]")
     rows = np.broadcast_to(src[:, None], arr.shape)[mask]
-    out = np.zeros((ep, ep), dtype=int)
-    np.add.at(out, (rows, owner[arr[mask]]), 1)
+    cols = owner[arr[mask]] if to == "rank" else arr[mask]
+    out = np.zeros((ep, ep if to == "rank" else experts), dtype=int)
+    np.add.at(out, (rows, cols), 1)
     return out
