@@ -15,7 +15,7 @@ Routing (:func:`route`)
     the book's trainer (:mod:`distlib.train.experts`). ``gate="sigmoid"``: affinities ``sigmoid(logits)``,
     DeepSeek-V3's (DeepSeek-AI 2024, arXiv:2412.19437, section 2.1.2). A ``bias`` per expert is added to the
     scores *for choosing only*; the gate weights come from the scores without it, normalised over the chosen
-    (DeepSeek-V3's auxiliary-loss-free balancing, its eqs. 16-17 and its reference code).
+    (DeepSeek-V3's auxiliary-loss-free balancing, section 2.1.2, and its released inference code).
 Capacity (:func:`capacity`, :func:`keep_mask`, :func:`dispatch_stats`)
     An expert takes at most ``ceil(F * T * K / E)`` of the ``T * K`` assignments (capacity factor ``F``,
     Switch Transformer, Fedus et al. 2021, arXiv:2101.03961). Places are given in GShard's order (Lepikhin et
