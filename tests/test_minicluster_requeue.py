@@ -82,6 +82,9 @@ def test_the_batch_script_asks_for_a_requeue_and_names_each_run():
     assert "\nsrun --output=run$run-rank%t.out " in text and "--mpi" not in text and "mpi4py" not in text
     assert 'export MASTER_ADDR=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)\n' in text
     assert "--dp 2 --zero 1 --steps 8 --seed 1 --engine gloo --checkpoint-dir /c --checkpoint-every 2" in text
+    shown = batch_script(Layout(dp=2), steps=8, seed=1, checkpoints=Path("/c"), checkpoint_every=2, nodes=2,
+                         python="python")  # fmt: skip
+    assert " python -c 'from distlib.train.rank import main; main()' --dp 2 " in shown
     with pytest.raises(ValueError, match="ranks must fill the job's 2 nodes"):
         batch_script(Layout(dp=3), steps=8, seed=1, checkpoints=Path("/c"), checkpoint_every=2, nodes=2)
 

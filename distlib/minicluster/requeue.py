@@ -183,11 +183,12 @@ def requeue_support() -> str | None:
 
 
 def batch_script(layout: Layout, *, steps: int, seed: int, checkpoints: Path, checkpoint_every: int, nodes: int,
-                 minutes: int = 10) -> str:
+                 minutes: int = 10, python: str = sys.executable) -> str:
     """The batch script: ``nodes`` nodes, ``layout.ranks / nodes`` ranks on each, requeued after a node failure.
 
     Each run prints one line, ``run R nodes A,B checkpoint C`` (``C`` the newest checkpoint's folder, or
-    ``none``), and its ranks write ``runR-rankT.out`` (the report) and ``.err`` beside the script.
+    ``none``), and its ranks write ``runR-rankT.out`` (the report) and ``.err`` beside the script. ``python``
+    is the interpreter the ranks run (this one by default; ``"python"`` for a page to show).
 
     >>> text = batch_script(Layout(dp=2), steps=5, seed=0, checkpoints=Path("/c"), checkpoint_every=2, nodes=2)
     >>> "#SBATCH --requeue" in text, "--checkpoint-dir /c" in text
@@ -222,7 +223,7 @@ def batch_script(layout: Layout, *, steps: int, seed: int, checkpoints: Path, ch
         "# A rank whose peer's node is gone waits this long in its collective: longer than Slurm takes to notice",
         "# the node, so that Slurm ends the run and requeues the job, not the rank's own error.",
         f"export DISTLIB_TIMEOUT={_COLLECTIVE_TIMEOUT}",
-        f"srun --output=run$run-rank%t.out --error=run$run-rank%t.err {sys.executable} -c '{_RANK}' {flags}",
+        f"srun --output=run$run-rank%t.out --error=run$run-rank%t.err {python} -c '{_RANK}' {flags}",
         "",
     ])
 
