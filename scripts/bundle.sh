@@ -91,6 +91,34 @@ for interp in "${pythons[@]}"; do
 done
 rm -rf "$OUT/.dry-run" "$OUT/.check.log"
 
+# What the wheels carry for PyTorch: its wheel(s), their size, whether a CUDA
+# build came with them (nvidia-* wheels), and the chapters whose code runs it
+# (read from the reader notebooks' code cells).
+kit_facts=$($py - "$OUT/wheels" "$READER_DIR" <<'PY'
+import json, re, sys
+from pathlib import Path
+wheels, reader = Path(sys.argv[1]), Path(sys.argv[2])
+mb = lambda n: f"{n / 1e6:.1f} MB"
+all_bytes = sum(p.stat().st_size for p in wheels.glob("*.whl"))
+torch = sorted(wheels.glob("torch-*.whl"))
+cuda = sorted(wheels.glob("nvidia_*.whl"))
+uses = [nb.stem for nb in sorted(reader.glob("*.ipynb"))
+        if any(c["cell_type"] == "code" and re.search(r"\btorch\b|torchrun|\bgloo\b", "".join(c["source"]))
+               for c in json.loads(nb.read_text())["cells"])]
+print(f"{len(list(wheels.glob('*.whl')))} wheels, {mb(all_bytes)} in all.")
+print()
+if torch:
+    print(f"PyTorch, for the chapters whose code cells use it ({', '.join(uses) or 'none'}):")
+    for p in torch:
+        build = "the CPU build" if "+cpu" in p.name or not cuda else "a CUDA build"
+        print(f"- `{p.name}`: {mb(p.stat().st_size)}, {build}")
+    if cuda:
+        print(f"- with {len(cuda)} nvidia-* wheels of CUDA libraries, {mb(sum(p.stat().st_size for p in cuda))}")
+else:
+    print(f"No PyTorch wheel: the chapters whose code cells use it ({', '.join(uses)}) need one for those cells.")
+PY
+)
+
 cp constraints.txt "$OUT/"
 cp -r "$BOOK_DIR" "$OUT/book"
 mkdir -p "$OUT/notebooks"
@@ -115,6 +143,14 @@ for:
 EOF
 for t in "${served[@]}"; do echo "- $t"; done
 cat <<EOF
+
+(Checked: for each Python above, \`pip install --dry-run --no-index
+--find-links wheels -r requirements.txt\` resolved every package from this
+folder alone.)
+
+## What the wheels carry
+
+$kit_facts
 
 Another laptop (another Python, another operating system) reads the book and
 the slides from this kit, and runs the notebooks in Google Colab (each chapter

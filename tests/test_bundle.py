@@ -2,8 +2,10 @@
 
 One documented command installs everything into a fresh venv from the
 bundle's wheels alone (pip cut off from every index), the room gets none of
-the project's build and test tooling, and a chapter's reader notebook then
-runs with the network gone (a network namespace with only loopback, as root).
+the project's build and test tooling, and a Part IV chapter's reader notebook
+then runs with the network gone (a network namespace with only loopback, as
+root). The kit carries PyTorch's CPU build, and its README says so, with the
+wheel's size and the chapters that use it.
 """
 
 from __future__ import annotations
@@ -18,12 +20,30 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT, toc_chapters
+from distlib.static.chapters import KEY, _toc_chapters
+
+
+def _parts() -> list:
+    import yaml
+
+    return [p["caption"] for p in yaml.safe_load((ROOT / "_toc.yml").read_text())["parts"]]
+
 
 pytestmark = pytest.mark.slow
 #: roughly what these tests cost on CI's machine (the bundle, then a room installed from it, on one worker): tests/conftest.py starts the longest first
 BOOK_PHASE_SECONDS = 270
 STEMS = [Path(c).name for c in toc_chapters()]
 TOOLING = ("jupyter-book", "sphinx", "pytest", "playwright", "hypothesis", "nbval", "ghp-import", "myst-nb")
+
+
+def part_iv_chapter() -> str:
+    """The Part IV chapter the room runs: the quickest measured "Run all" of the toc's fourth part (each
+    chapter's metadata; distlib/static/chapters.py)."""
+    part = _parts()[3]
+    timed = {Path(f).name: json.loads((ROOT / f"{f}.ipynb").read_text())["metadata"][KEY]["run_all_seconds"]
+             for f, p in _toc_chapters(ROOT) if p == part}
+    return min(timed, key=timed.get)
+
 
 
 @pytest.fixture(scope="module")
@@ -55,6 +75,14 @@ def test_the_bundle_lists_the_library_and_no_tooling(bundle):
     here = f"Python {sys.version_info[0]}.{sys.version_info[1]} on "
     assert here in readme, "the README says which laptops the wheels were checked for"
     assert "pip install --no-index --find-links wheels -r requirements.txt" in readme
+    # PyTorch's CPU build, named with its size, beside the chapters whose code uses it; no CUDA libraries
+    torch = sorted((bundle / "wheels").glob("torch-*.whl"))
+    assert torch and all("+cpu" in p.name for p in torch), [p.name for p in torch]
+    assert not list((bundle / "wheels").glob("nvidia_*.whl")), "a CUDA build of torch came into the kit"
+    for p in torch:
+        assert f"`{p.name}`: {p.stat().st_size / 1e6:.1f} MB, the CPU build" in readme, readme
+    uses = next(line for line in readme.splitlines() if line.startswith("PyTorch, for the chapters"))
+    assert "10_zero" in uses and "16_failures" in uses and "01_ring" not in uses, uses
 
 
 def test_the_bundle_refuses_a_python_it_cannot_serve(built, tmp_path):
@@ -66,22 +94,30 @@ def test_the_bundle_refuses_a_python_it_cannot_serve(built, tmp_path):
     assert "PYTHONS" in done.stderr and "no-such-python3" in done.stderr, done.stderr[-500:]
 
 
-def test_one_command_installs_the_room_and_a_chapter_runs_offline(bundle, tmp_path):
+def test_one_command_installs_the_room_and_a_part_iv_chapter_runs_offline(bundle, tmp_path):
     venv = tmp_path / "room-venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     py = str(venv / "bin" / "python")
-    # the bundle README's one command, run from the bundle's folder
-    subprocess.run([py, "-m", "pip", "install", "-q", "--no-index", "--find-links", "wheels",
+    # the bundle README's one command, run from the bundle's folder (--no-compile: the same packages and files,
+    # their bytecode left to the first import; compiling torch's took about 25 s of this test's CPU time)
+    subprocess.run([py, "-m", "pip", "install", "-q", "--no-compile", "--no-index", "--find-links", "wheels",
                     "-r", "requirements.txt"], cwd=bundle, check=True, env=_clean_env(), timeout=1200)
     installed = {d["metadata"]["name"].lower() for d in json.loads(subprocess.run(
         [py, "-m", "pip", "inspect"], capture_output=True, text=True, check=True, env=_clean_env()).stdout)["installed"]}
     assert "distbook-distlib" in installed and "torch" in installed
     assert not installed & set(TOOLING), sorted(installed & set(TOOLING))
+    # the room's torch is the CPU build and computes (the chapters that use it start gloo ranks on the CPU)
+    torch = subprocess.run([py, "-c", "import torch; print(torch.__version__, torch.ones(3).sum().item(), "
+                            "torch.distributed.is_gloo_available())"], capture_output=True, text=True, timeout=300)
+    pin = next(line.split("==")[1] for line in (ROOT / "requirements-room.txt").read_text().splitlines()
+               if line.startswith("torch=="))
+    assert torch.stdout.split() == [f"{pin}+cpu", "3.0", "True"], torch.stdout + torch.stderr[-2000:]
     # a participant's folder: the reader notebook alone, outside the repository
     room = tmp_path / "laptop"
     room.mkdir()
-    shutil.copy(bundle / "notebooks" / f"{STEMS[0]}.ipynb", room)
-    run = [py, "-m", "jupyter", "nbconvert", "--to", "notebook", "--execute", f"{STEMS[0]}.ipynb",
+    chapter = part_iv_chapter()
+    shutil.copy(bundle / "notebooks" / f"{chapter}.ipynb", room)
+    run = [py, "-m", "jupyter", "nbconvert", "--to", "notebook", "--execute", f"{chapter}.ipynb",
            "--output", "ran.ipynb", "--ExecutePreprocessor.timeout=300"]
     if os.geteuid() == 0 and shutil.which("unshare") and shutil.which("ip"):
         # no network at all: a fresh namespace holds only loopback (the kernel talks over it)
