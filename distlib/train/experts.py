@@ -33,9 +33,9 @@ differences).
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
+
+from ..experts_model import capacity, keep_mask  # the chapter's rule (chapter 15) is the trainer's
 
 __all__ = ["EXPERT_TENSORS", "capacity", "Routing", "route", "Routed", "Plan", "LocalExperts", "expert_names",
            "moe_forward", "moe_backward"]
@@ -51,18 +51,6 @@ def expert_names(e: int) -> list:
     ['w1.2', 'b1.2', 'w2.2', 'b2.2']
     """
     return [f"{name}.{e}" for name in EXPERT_TENSORS]
-
-
-def capacity(tokens: int, experts: int, top_k: int, factor) -> int | None:
-    """Assignments one expert takes at most: ``ceil(factor * tokens * top_k / experts)``; ``None`` (no bound)
-    without a factor.
-
-    >>> capacity(192, 4, 2, 1.0), capacity(192, 4, 2, 1.25), capacity(10, 4, 1, 1.0), capacity(10, 4, 1, None)
-    (96, 120, 3, None)
-    """
-    if factor is None:
-        return None
-    return math.ceil(factor * tokens * top_k / experts - 1e-9)  # 1e-9: a product such as 1.1 * 100 lands on 110
 
 
 class Routing:
@@ -104,15 +92,7 @@ def route(logits, top_k: int, *, factor=None) -> Routing:
     picked = np.take_along_axis(probs, choice, axis=-1)
     gates = picked / picked.sum(axis=-1, keepdims=True)
     cap = capacity(tokens, experts, top_k, factor)
-    kept = np.ones(choice.shape, dtype=bool)
-    if cap is not None:
-        filled = np.zeros(experts, dtype=int)
-        for c in range(top_k):  # all first choices in token order, then all second choices, ...
-            onehot = np.eye(experts, dtype=int)[choice[:, c]]
-            place = filled + np.cumsum(onehot, axis=0) - 1  # each token's place in its expert, counting from 0
-            kept[:, c] = np.take_along_axis(place, choice[:, c : c + 1], axis=1)[:, 0] < cap
-            filled += onehot.sum(axis=0)
-    return Routing(probs, choice, gates, kept, cap)
+    return Routing(probs, choice, gates, keep_mask(choice, experts, cap), cap)
 
 
 class Routed:
