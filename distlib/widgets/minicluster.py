@@ -98,10 +98,10 @@ class TwoLevelWidget(FigureWidget):
         self._finish()
 
     def static_axes(self):
-        # the chapter's race: the link rate it throttles to and the size it races, with
-        # the node count and ranks per node a reader most wants to change
-        # and the buffer the prose asks the reader to shrink (the start value is added)
-        gbit = [0.5, 1, 10]
+        # the chapter's race: the link rate it throttles to (1 Gbit/s, and a fast one beside it) and the size it
+        # races, with the node count and ranks per node a reader most wants to change and the buffer the prose
+        # asks the reader to shrink (the start value is added); each value more multiplies the frames
+        gbit = [1, 10]
         return [StaticAxis("nodes_dropdown", NODE_COUNTS[:4]),
                 StaticAxis("ranks_slider", [1, 2, 4, 8]),
                 StaticAxis("link_slider", [g * 1e9 / 8 for g in gbit], labels=lambda b: f"{b * 8 / 1e9:g} Gbit/s",
