@@ -415,13 +415,13 @@ def _cp_problem(lay: Layout, config, batch) -> str | None:
 
 
 def _ep_problem(lay: Layout, config, batch) -> str | None:
-    """Experts and expert parallelism: ``ep`` divides the ``dp * cp`` replicas and the experts; the trainer's
-    experts are not cut by tensor parallelism (``--tp 1``), and with ``ep`` above 1 a step runs one microbatch
-    (:mod:`distlib.train.expert_parallel`)."""
+    """Experts and expert parallelism: ``ep`` divides the ``dp * cp`` replicas and the experts; tensor
+    parallelism cuts each expert as the dense MLP, but not under ``--sp`` (the mixture routes whole sequences'
+    tokens), and with ``ep`` above 1 a step runs one microbatch (:mod:`distlib.train.expert_parallel`)."""
     experts = getattr(config, "experts", 0) or 0
-    if experts and lay.tp > 1:
-        return (f"--tp must be 1 with --experts (the trainer does not cut experts by tensor parallelism; "
-                f"split them with --ep instead), got {lay.tp}")
+    if experts and lay.sequence_parallel:
+        return ("--sp with --experts: the mixture of experts is not sequence-parallel here (its router sees every "
+                "token of the tensor-parallel ranks); drop --sp (--tp alone cuts each expert)")
     if lay.ep == 1:
         return None
     if not experts:

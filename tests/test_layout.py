@@ -59,6 +59,8 @@ def test_expert_groups_split_the_replicas():
     assert [lay.groups(r).ep for r in range(4)] == [(0, 1), (0, 1), (2, 3), (2, 3)]
     assert [lay.groups(r).expert_replicas for r in range(4)] == [(0, 2), (1, 3), (0, 2), (1, 3)]
     assert [lay.coords(r).ep for r in range(4)] == [0, 1, 0, 1]
+    lay = Layout(dp=2, tp=2, ep=2)  # with tensor parallelism: among the ranks of one tensor-parallel index
+    assert [lay.groups(r).ep for r in range(4)] == [(0, 2), (1, 3), (0, 2), (1, 3)]
 
 
 @pytest.mark.parametrize("kwargs, message", [

@@ -1,6 +1,7 @@
 """Expert parallelism (distlib.train.expert_parallel) on threads: every layout with experts split over ``ep`` ranks
-equals one process to 1e-9; with a capacity factor it drops what the one-process rule drops on each rank's batch;
-a rank holds 1 / ep of the experts' state; the exchange is two all-to-alls a block forward and two backward."""
+(and each expert cut over ``tp`` ranks) equals one process to 1e-9; with a capacity factor it drops what the
+one-process rule drops on each rank's batch; a rank holds 1 / ep of the experts' state (and of that 1 / tp, but
+the b2); the exchange is two all-to-alls a block forward and two backward."""
 
 from __future__ import annotations
 
@@ -35,7 +36,10 @@ def one():
 
 
 LAYOUTS = [Layout(dp=2, ep=2), Layout(dp=4, ep=2, zero=1), Layout(dp=4, ep=4, zero=2), Layout(dp=4, ep=2, zero=3),
-           Layout(dp=2, cp=2, ep=4), Layout(dp=2, pp=2, ep=2)]
+           Layout(dp=2, cp=2, ep=4), Layout(dp=2, pp=2, ep=2),
+           # tensor parallelism cuts each expert as the dense MLP (alone, with ep, with stages, with ZeRO)
+           Layout(tp=2), Layout(dp=2, tp=2, ep=2), Layout(tp=2, pp=2, microbatches=2), Layout(dp=2, tp=2, ep=2, zero=1),
+           Layout(dp=4, tp=2, ep=2, zero=3)]
 
 
 @pytest.mark.parametrize("layout", LAYOUTS, ids=[lay.words() for lay in LAYOUTS])
@@ -43,8 +47,11 @@ def test_every_layout_with_experts_split_equals_one_process(layout, one):
     ranks = _run(layout, MOE)
     assert max(_rel(a, b) for a, b in zip(ranks[0].losses, one.losses)) < 1e-9
     assert _rel(sum(r.checksum_part for r in ranks), one.checksum_part) < 1e-9
-    # the routing is the same tokens' on every layout: per expert, summed over the ranks, and nothing dropped
-    assert [[sum(c) for c in zip(*(r.tokens_per_expert[i] for r in ranks))] for i in range(STEPS)] \
+    # the routing is the same tokens' on every layout: per expert, summed over the ranks (of one tensor-parallel
+    # index: the others route the same tokens alike), and nothing dropped
+    routers = [r for r in ranks if r.tp_rank == 0]
+    assert all(r.tokens_per_expert == routers[i // layout.tp].tokens_per_expert for i, r in enumerate(ranks))
+    assert [[sum(c) for c in zip(*(r.tokens_per_expert[i] for r in routers))] for i in range(STEPS)] \
         == one.tokens_per_expert and all(d == 0 for r in ranks for d in r.dropped_tokens)
 
 
@@ -72,12 +79,16 @@ def test_a_capacity_factor_drops_what_the_one_process_rule_drops_on_each_ranks_b
     assert _rel(sum(r.checksum_part for r in split), sum(r.checksum_part for r in alone)) < 1e-9
 
 
-def test_a_rank_holds_one_ep_th_of_the_experts_state():
-    specs = unit_specs(MOE)
-    experts = sum(np.prod(shape) for s in specs for n, shape, _ in s.tensors if "." in n)
-    dense = MOE.params - experts
+@pytest.mark.parametrize("tp", [1, 2])
+def test_a_rank_holds_one_ep_th_of_the_experts_state_and_of_that_one_tp_th(tp):
+    experts = dense = 0
+    for spec in unit_specs(MOE, tp):  # this tensor-parallel rank's cut: w1, b1 by columns, w2 by rows
+        for name, shape, _ in spec.tensors:
+            experts, dense = (experts + np.prod(shape), dense) if "." in name else (experts, dense + np.prod(shape))
+    whole = sum(np.prod(shape) for s in unit_specs(MOE) for n, shape, _ in s.tensors if "." in n)
+    assert experts == whole // tp + (tp - 1) * MOE.experts * MOE.layers * MOE.hidden // tp  # b2 whole on each
     for ep in (1, 2, 4):
-        ranks = _run(Layout(dp=4, ep=ep), MOE, steps=1)
+        ranks = _run(Layout(dp=4, ep=ep, tp=tp), MOE, steps=1)
         # DDP: weights, gradient and Adam's two moments of the dense part whole, of the experts 1 / ep
         assert {r.state_bytes for r in ranks} == {4 * 8 * (dense + experts // ep)}
 
@@ -94,7 +105,7 @@ def test_the_exchange_is_two_all_to_alls_a_block_each_way_over_the_ep_group():
     (Layout(dp=3, ep=2), MOE, r"--ep must divide the --dp times --cp ranks \(3\) .*one of 1, 3; got 2"),
     (Layout(dp=4, ep=4), Config(experts=6, top_k=2), r"--ep must divide the 6 experts: one of 1, 2, 3, 6; got 4"),
     (Layout(dp=2, ep=2, pp=2, microbatches=2), MOE, r"--microbatches must be 1 with --ep 2"),
-    (Layout(tp=2), MOE, r"--tp must be 1 with --experts"),
+    (Layout(tp=2, sequence_parallel=True), MOE, r"--sp with --experts: .*drop --sp"),
     (Layout(dp=2, ep=2), Config(), r"--ep 2 needs experts"),
 ])
 def test_a_layout_that_cannot_split_the_experts_is_refused_in_one_line(layout, config, message):
@@ -121,7 +132,8 @@ def test_what_expert_parallelism_does_not_do_yet_is_refused_in_one_line(tmp_path
 @pytest.mark.engines
 @pytest.mark.slow
 @pytest.mark.parametrize("engine, layout", [("mpi", Layout(dp=2, ep=2)), ("mpi", Layout(dp=4, ep=2, zero=1)),
-                                            ("gloo", Layout(dp=2, ep=2)), ("gloo", Layout(dp=4, ep=4, zero=3))],
+                                            ("gloo", Layout(dp=2, ep=2)), ("gloo", Layout(dp=4, ep=4, zero=3)),
+                                            ("mpi", Layout(dp=2, tp=2, ep=2)), ("gloo", Layout(dp=2, tp=2, ep=2))],
                          ids=lambda v: v if isinstance(v, str) else v.words())  # fmt: skip
 def test_expert_parallelism_on_real_ranks_equals_one_process(engine, layout, one):
     from distlib.engines import stray_processes
@@ -171,6 +183,7 @@ def test_the_command_line_prints_the_routing_in_its_json():
     (["--dp", "2", "--experts", "3", "--top-k", "2", "--ep", "2"], "--ep must divide the 3 experts: one of 1, 3"),
     (["--dp", "3", "--experts", "4", "--top-k", "2", "--ep", "2"], "--ep must divide the --dp times --cp ranks (3)"),
     (["--dp", "2", "--experts", "4", "--top-k", "2", "--ep", "2", "--overlap", "all"], "--overlap with --ep 2"),
+    (["--tp", "2", "--sp", "--experts", "4", "--top-k", "2"], "--sp with --experts"),
 ])
 def test_a_bad_expert_flag_is_one_line_naming_it_and_starts_nothing(argv, flag):
     import subprocess

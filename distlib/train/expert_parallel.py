@@ -23,6 +23,11 @@ gradient is scaled by ``1 / ep`` and then averaged over ``expert_replicas`` (Meg
 gradients and Adam moments sit in a data-parallel layout of their own, of the same ZeRO stage, over
 ``expert_replicas``: a rank holds ``1 / ep`` of the experts' state (ZeRO stages 0 to 3 all work).
 
+With tensor parallelism the groups are formed per tensor-parallel index (the replicas are those of one index),
+so the all-to-alls run among the ranks of the same index, each carrying that rank's cut of the experts
+(:mod:`distlib.train.experts`: ``w1``, ``b1`` by columns, ``w2`` by rows): a rank holds ``1 / (ep tp)`` of the
+experts' state, but for their ``b2``, whole on every tensor-parallel rank.
+
 Not supported with ``ep`` above 1 (refused in one line, :meth:`distlib.layout.Layout.problem` and the
 launcher): microbatches above 1 (the step would accumulate a unit's gradient in one flat buffer, and here it
 is two), ``--overlap`` and checkpoints (written in the whole model's coordinates; here the experts are cut).

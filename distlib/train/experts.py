@@ -21,6 +21,12 @@ Output
     ``y[t] = sum over kept choices c of gate[t, c] * (gelu(h[t] @ w1_e + b1_e) @ w2_e + b2_e)``,
     ``e`` the expert of choice ``c``; the block adds ``y`` to its residual.
 
+Tensor parallelism (Megatron's rule, as the dense MLP): each expert's ``w1`` and ``b1`` are cut by columns and
+its ``w2`` by rows over the tensor-parallel ranks, the router ``wr`` and ``b2`` whole on each. Every rank of the
+group has the same rows ``h``, so it routes them alike; each expert's output is then a partial sum, summed over
+the group by the ``reduce`` hook the model is handed (one sum for all the local experts' rows, before the ``b2``
+are added), and backward the rows' gradient likewise (one sum before the router's term is added).
+
 The experts need not be on this rank. :func:`moe_forward` hands the rows for each expert to an *exchange*
 (:class:`LocalExperts` here, every expert on this rank; :class:`distlib.train.expert_parallel.ExpertParallel`
 over ranks, with two all-to-alls), which brings them to the rank holding the expert and the outputs back; the
@@ -172,29 +178,45 @@ def _weights(p, e: int) -> tuple:
     return tuple(p[name] for name in expert_names(e))
 
 
-def _experts_forward(p, rows, sizes, first: int, mlp) -> tuple:
-    """Each local expert on its rows (laid expert by expert, ``sizes`` each): outputs and what backward needs."""
+def _sum(reduce, x):
+    """``x`` summed in place over the tensor-parallel ranks (nothing to do without ``reduce``)."""
+    if reduce is not None:
+        reduce(x)
+    return x
+
+
+def _experts_forward(p, rows, sizes, first: int, mlp, reduce=None) -> tuple:
+    """Each local expert on its rows (laid expert by expert, ``sizes`` each): outputs and what backward needs.
+
+    ``mlp`` gives an expert's output before its ``b2`` (a partial sum under tensor parallelism): the outputs are
+    summed over the tensor-parallel ranks once, then each expert's ``b2`` added once."""
     out, caches, at = np.empty_like(rows), [], 0
     for j, n in enumerate(sizes):
         out[at : at + n], cache = mlp(rows[at : at + n], *_weights(p, first + j))
         caches.append(cache)
         at += n
+    _sum(reduce, out)
+    at = 0
+    for j, n in enumerate(sizes):
+        out[at : at + n] += p[f"b2.{first + j}"]
+        at += n
     return out, caches
 
 
-def moe_forward(p: dict, h, *, top_k: int, mlp, factor=None, exchange=None) -> tuple:
+def moe_forward(p: dict, h, *, top_k: int, mlp, factor=None, exchange=None, reduce=None) -> tuple:
     """The mixture's output for rows ``h`` (T, hidden), before the residual: ``(y, cache)``.
 
     ``p`` holds the router ``wr`` (hidden, E) and the local experts' tensors (:func:`expert_names`); ``mlp(x,
-    w1, b1, w2, b2)`` is one expert on its rows, ``(out, cache)`` (the model's MLP); ``exchange`` moves rows to
-    the experts' ranks and back (default: :class:`LocalExperts`, every expert here).
+    w1, b1, w2, b2)`` is one expert on its rows, ``(out, cache)``, ``out`` before ``b2`` (the model's MLP);
+    ``exchange`` moves rows to the experts' ranks and back (default: :class:`LocalExperts`, every expert here);
+    ``reduce(buf)`` sums in place over the tensor-parallel ranks (``None``: one rank, the experts whole).
 
     >>> rng = np.random.default_rng(0)
     >>> p = {"wr": rng.standard_normal((4, 2))}
     >>> for e in range(2):
     ...     p.update({f"w1.{e}": rng.standard_normal((4, 8)), f"b1.{e}": np.zeros(8),
     ...               f"w2.{e}": rng.standard_normal((8, 4)), f"b2.{e}": np.zeros(4)})
-    >>> h, relu = rng.standard_normal((5, 4)), lambda x, w1, b1, w2, b2: (np.maximum(x @ w1 + b1, 0) @ w2 + b2, None)
+    >>> h, relu = rng.standard_normal((5, 4)), lambda x, w1, b1, w2, b2: (np.maximum(x @ w1 + b1, 0) @ w2, None)
     >>> y2, _ = moe_forward(p, h, top_k=2, mlp=relu)      # top-2 of 2 experts: every token sees both
     >>> y1, cache = moe_forward(p, h, top_k=1, mlp=relu, factor=0.2)    # capacity ceil(0.2 * 5 / 2) = 1 each
     >>> y2.shape, cache[0].dropped, int((np.abs(y1).sum(axis=1) == 0).sum())   # 3 tokens: residual only
@@ -210,7 +232,7 @@ def moe_forward(p: dict, h, *, top_k: int, mlp, factor=None, exchange=None) -> t
     plan = exchange.plan(per_expert)
     arrived = exchange.send(h[tokens], plan)
     perm, sizes = _by_expert(plan.arriving)
-    out, caches = _experts_forward(p, arrived[perm], sizes, exchange.first, mlp)
+    out, caches = _experts_forward(p, arrived[perm], sizes, exchange.first, mlp, reduce)
     done = np.empty_like(out)
     done[perm] = out
     o = exchange.back(done, plan)  # each assignment's expert output, in the order the rows were sent
@@ -230,18 +252,20 @@ def _experts_backward(p, g, dout, rows, sizes, caches, first: int, mlp_back):
     return drows
 
 
-def moe_backward(p: dict, g: dict, dy, h, cache, *, mlp_back, exchange=None):
+def moe_backward(p: dict, g: dict, dy, h, cache, *, mlp_back, exchange=None, reduce=None):
     """The backward of :func:`moe_forward`: the router's and local experts' gradients into ``g``; ``dh``.
 
     ``mlp_back(d, x, cache, w1, b1, w2, b2, gw1, gb1, gw2, gb2)`` is one expert's backward: its weights'
-    gradients into the last four, the gradient of ``x`` returned."""
+    gradients into the last four, the gradient of ``x`` returned (a partial sum under tensor parallelism, summed
+    here through ``reduce``). The router's gradient is a replicated weight's: every tensor-parallel rank has the
+    same rows and gates, so the same whole gradient, with nothing to sum."""
     routing, tokens, choices, plan, perm, sizes, rows, caches, o = cache
     exchange = LocalExperts(p["wr"].shape[1]) if exchange is None else exchange
     gates = routing.gates[tokens, choices][:, None]
     dgates = np.zeros_like(routing.gates)
     dgates[tokens, choices] = (dy[tokens] * o).sum(axis=1)  # dropped assignments: no gradient
     arrived = exchange.send(gates * dy[tokens], plan)  # the outputs' gradients to the experts
-    drows = _experts_backward(p, g, arrived[perm], rows, sizes, caches, exchange.first, mlp_back)
+    drows = _sum(reduce, _experts_backward(p, g, arrived[perm], rows, sizes, caches, exchange.first, mlp_back))
     done = np.empty_like(drows)
     done[perm] = drows
     dh = np.zeros_like(h)

@@ -200,8 +200,6 @@ def unit_specs(config: Config, tp: int = 1) -> list:
     tp = check_int("tp", tp, minimum=1)
     if c.heads % tp or c.ffn % tp:
         raise ValueError(f"tp must divide heads ({c.heads}) and ffn ({c.ffn}), got {tp}")
-    if c.moe and tp > 1:
-        raise ValueError(f"tp must be 1 with experts (the experts are not cut by tensor parallelism here), got {tp}")
     h, f = c.hidden, c.ffn
     mlp = [("w1", (h, f), "col"), ("b1", (f,), "col"), ("w2", (f, h), "row"), ("b2", (h,), "rep")]
     if c.moe:  # the router, then each expert's MLP, as the dense one (distlib.train.experts)
@@ -441,10 +439,11 @@ def _block_backward_sp(p, dy, cache, config, sp, g, cp=None):
 
 
 def _expert_mlp(x, w1, b1, w2, b2):
-    """One expert of a mixture on its rows: the dense MLP, whole (``(out, cache)``)."""
+    """One expert of a mixture on its rows: the dense MLP before its bias ``b2`` (``(out, cache)``), this rank's
+    partial sum under tensor parallelism (:func:`distlib.train.experts.moe_forward` sums it and adds ``b2``)."""
     z = x @ w1 + b1
     a, t = _gelu(z)
-    return a @ w2 + b2, (z, a, t)
+    return a @ w2, (z, a, t)
 
 
 def _expert_mlp_back(d, x, cache, w1, b1, w2, b2, gw1, gb1, gw2, gb2):
@@ -456,11 +455,11 @@ def _expert_mlp_back(d, x, cache, w1, b1, w2, b2, gw1, gb1, gw2, gb2):
     return dz @ w1.T
 
 
-def _moe_forward(p, x1, h2, config, moe):
+def _moe_forward(p, x1, h2, config, moe, reduce=None):
     """A block's mixture of experts after its second norm (:mod:`distlib.train.experts`): output and cache."""
     flat = h2.reshape(-1, h2.shape[-1])  # tokens in order: each sequence's positions, sequence after sequence
     y, cache = moe_forward(p, flat, top_k=config.top_k, factor=config.capacity_factor, mlp=_expert_mlp,
-                           exchange=moe)  # fmt: skip
+                           exchange=moe, reduce=reduce)  # fmt: skip
     return x1 + y.reshape(x1.shape), cache
 
 
@@ -470,7 +469,7 @@ def _block_forward(p, x, config, reduce, cp=None, moe=None):
     x1 = x + _sum_tp(reduce, ctx @ p["wo"])  # row-parallel: partial sums over ranks
     h2, ln2 = _ln(x1, p["ln2_g"], p["ln2_b"])
     if config.moe:
-        y, cache = _moe_forward(p, x1, h2, config, moe)
+        y, cache = _moe_forward(p, x1, h2, config, moe, reduce)
         return y, (h, ln1, ctx, att, h2, ln2, cache)
     z = h2 @ p["w1"] + p["b1"]
     a, t = _gelu(z)
@@ -482,7 +481,7 @@ def _mlp_backward(p, dy, h2, mlp, reduce, g, config, moe):
     """The MLP's (or the mixture's) backward: its gradients into ``g``; a callable giving the gradient of ``h2``."""
     flat = lambda x: x.reshape(-1, x.shape[-1])  # noqa: E731
     if config.moe:
-        dh2 = moe_backward(p, g, flat(dy), flat(h2), mlp, mlp_back=_expert_mlp_back, exchange=moe)
+        dh2 = moe_backward(p, g, flat(dy), flat(h2), mlp, mlp_back=_expert_mlp_back, exchange=moe, reduce=reduce)
         return lambda: dh2.reshape(dy.shape)
     z, a, t = mlp
     g["b2"][...] = flat(dy).sum(axis=0)

@@ -64,7 +64,8 @@ class RankReport:
     ``tokens_per_expert`` is, per step, the assignments (token, chosen expert)
     of this rank's tokens that each expert computed, over all its blocks, and
     ``dropped_tokens``, per step, those dropped for want of capacity
-    (:mod:`distlib.train.experts`); both empty without experts.
+    (:mod:`distlib.train.experts`); both empty without experts. The ranks of
+    a tensor-parallel group route the same tokens alike, and each counts them.
     """
 
     rank: int
@@ -191,10 +192,11 @@ class TrainResult:
             stages.update(overlap=tuple(reports[0].overlap), overlap_wait_seconds=[
                 max(r.overlap_wait_seconds[i] for r in reports) for i in range(len(seconds))])
         stages["first_step"] = reports[0].first_step
-        if reports[0].tokens_per_expert:  # summed over the ranks: every token is routed on one rank
-            stages.update(tokens_per_expert=[[sum(c) for c in zip(*(r.tokens_per_expert[i] for r in reports))]
+        if reports[0].tokens_per_expert:  # summed over the ranks: every token is routed on one rank of each
+            routers = [r for r in reports if r.tp_rank == 0]  # tensor-parallel group (the others route it alike)
+            stages.update(tokens_per_expert=[[sum(c) for c in zip(*(r.tokens_per_expert[i] for r in routers))]
                                              for i in range(len(seconds))],
-                          dropped_tokens=[sum(r.dropped_tokens[i] for r in reports) for i in range(len(seconds))])
+                          dropped_tokens=[sum(r.dropped_tokens[i] for r in routers) for i in range(len(seconds))])
         return cls(layout=layout, seed=seed, losses=list(reports[0].losses),
                    param_checksum=math.fsum(r.checksum_part for r in reports),
                    state_bytes=[r.state_bytes for r in reports], comm_bytes=[r.comm_bytes for r in reports],
