@@ -1,7 +1,8 @@
 """Expert parallelism (distlib.train.expert_parallel) on threads: every layout with experts split over ``ep`` ranks
 (and each expert cut over ``tp`` ranks) equals one process to 1e-9; with a capacity factor it drops what the
 one-process rule drops on each rank's batch; a rank holds 1 / ep of the experts' state (and of that 1 / tp, but
-the b2); the exchange is two all-to-alls a block forward and two backward."""
+the b2); the exchange is two all-to-alls a block forward and two backward; a checkpoint written with the
+experts split resumes at any other layout as if never stopped."""
 
 from __future__ import annotations
 
@@ -20,8 +21,8 @@ MOE = Config(experts=4, top_k=2)
 CAPPED = Config(experts=4, top_k=2, capacity_factor=1.0)
 
 
-def _run(layout, config, steps=STEPS):
-    return run_threads(lambda c: train_rank(c, layout, steps=steps, seed=SEED, config=config), layout.ranks,
+def _run(layout, config=MOE, steps=STEPS, **kwargs):
+    return run_threads(lambda c: train_rank(c, layout, steps=steps, seed=SEED, config=config, **kwargs), layout.ranks,
                        timeout=120)  # fmt: skip
 
 
@@ -113,15 +114,29 @@ def test_a_layout_that_cannot_split_the_experts_is_refused_in_one_line(layout, c
         run_threads(lambda c: train_rank(c, layout, steps=1, seed=0, config=config), layout.ranks, timeout=30)
 
 
-def test_what_expert_parallelism_does_not_do_yet_is_refused_in_one_line(tmp_path):
+def test_what_expert_parallelism_does_not_do_yet_is_refused_in_one_line():
     from distlib.train.overlap import Overlap
 
     lay = Layout(dp=2, ep=2)
-    for kwargs, message in ((dict(checkpoint_dir=tmp_path), r"--checkpoint-dir with --ep 2: .*use --ep 1"),
-                            (dict(overlap=Overlap(("buckets",))), r"--overlap with --ep 2: .*--overlap none")):
-        with pytest.raises(ValueError, match=message):
-            run_threads(lambda c: train_rank(c, lay, steps=1, seed=0, config=MOE, **kwargs), 2, timeout=30)
-    assert list(tmp_path.iterdir()) == []  # refused before anything was written
+    with pytest.raises(ValueError, match=r"--overlap with --ep 2: .*--overlap none"):
+        run_threads(lambda c: train_rank(c, lay, steps=1, seed=0, config=MOE, overlap=Overlap(("buckets",))), 2,
+                    timeout=30)  # fmt: skip
+
+
+RESHARDED = [  # (saved at, resumed at): the experts cut over ep (and tp) ranks, read back whole, cut again
+    (Layout(dp=2, ep=2), Layout()), (Layout(dp=2, ep=2, zero=1), Layout(dp=4, ep=4, zero=3)),
+    (Layout(dp=4, ep=2, zero=2), Layout(dp=2)), (Layout(dp=2, tp=2, ep=2, zero=3), Layout(dp=4, ep=2, zero=1)),
+    (Layout(tp=2, pp=2, microbatches=2), Layout(dp=2, tp=2, ep=2)), (Layout(dp=2), Layout(dp=2, ep=2, zero=2)),
+]
+
+
+@pytest.mark.parametrize("saved, resumed", RESHARDED, ids=[f"{a.words()} -> {b.words()}" for a, b in RESHARDED])
+def test_a_checkpoint_with_experts_split_resumes_at_any_layout_as_if_never_stopped(saved, resumed, one, tmp_path):
+    _run(saved, steps=STEPS - 1, checkpoint_dir=tmp_path)
+    after = _run(resumed, steps=STEPS, checkpoint_dir=tmp_path, resume=True)
+    assert after[0].first_step == STEPS and len(after[0].losses) == 1
+    assert _rel(after[0].losses[0], one.losses[-1]) < 1e-9
+    assert _rel(sum(r.checksum_part for r in after), one.checksum_part) < 1e-9
 
 
 # ---------------------------------------------------------------------------
@@ -150,6 +165,21 @@ def test_expert_parallelism_on_real_ranks_equals_one_process(engine, layout, one
     assert result.tokens_per_expert == one.tokens_per_expert and result.dropped_tokens == [0] * STEPS
     threads = _run(layout, MOE)
     assert result.comm_bytes == [r.comm_bytes for r in threads]  # the same bytes on every engine
+
+
+@pytest.mark.engines
+@pytest.mark.slow
+def test_saved_with_experts_split_on_mpi_and_resumed_otherwise_split_on_gloo(one, tmp_path):
+    from distlib.train.launch import train
+
+    if not _have_mpi():
+        pytest.skip("mpi4py / mpiexec not installed")
+    pytest.importorskip("torch")
+    train(Layout(dp=2, ep=2, zero=1), steps=STEPS - 1, seed=SEED, engine="mpi", timeout=120, config=MOE,
+          checkpoint_dir=tmp_path)  # fmt: skip
+    after = train(Layout(dp=2, tp=2, ep=2, zero=3), steps=STEPS, seed=SEED, engine="gloo", timeout=120, config=MOE,
+                  checkpoint_dir=tmp_path, resume=True)  # fmt: skip
+    assert _rel(after.losses[-1], one.losses[-1]) < 1e-9 and _rel(after.param_checksum, one.checksum_part) < 1e-9
 
 
 def _have_mpi() -> bool:

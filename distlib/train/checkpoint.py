@@ -129,19 +129,26 @@ def _sha256(path: Path) -> str:
 def _pieces(layout, units: list, config: Config, tp_rank: int, tp: int) -> dict:
     """This rank's state, each range named by the whole model: ``pieces`` (one row per range: the model's
     unit, the tensor-parallel rank and degree that cut it, the range's start and stop in that cut) and ``w``,
-    ``m``, ``v`` (the values of every range, end to end)."""
-    ranges, w, m, v = layout.state()
-    offsets, rows = layout.offsets, []
-    for a, b in ranges:
-        k = 0
-        while a < b:  # a range may span units (ZeRO-1's flat chunk)
-            while offsets[k + 1] <= a:
-                k += 1
-            stop = min(b, offsets[k + 1])
-            rows.append((units[k], tp_rank, tp, a - offsets[k], stop - offsets[k]))
-            a = stop
+    ``m``, ``v`` (the values of every range, end to end). A layout of parts (expert parallelism's
+    :class:`~distlib.train.expert_parallel.ExpertLayout`) says where each part sits in the units
+    (``saved_parts``)."""
+    parts = layout.saved_parts() if hasattr(layout, "saved_parts") else [(layout, range(len(units)), None)]
+    rows, values = [], {"w": [], "m": [], "v": []}
+    for part, which, shifts in parts:  # with experts split (ep > 1): the non-expert units, then the experts
+        ranges, w, m, v = part.state()
+        offsets = part.offsets
+        for a, b in ranges:
+            k = 0
+            while a < b:  # a range may span units (ZeRO-1's flat chunk)
+                while offsets[k + 1] <= a:
+                    k += 1
+                stop, shift = min(b, offsets[k + 1]), 0 if shifts is None else shifts[k]
+                rows.append((units[which[k]], tp_rank, tp, a - offsets[k] + shift, stop - offsets[k] + shift))
+                a = stop
+        for name, arr in zip(("w", "m", "v"), (w, m, v)):
+            values[name].append(np.asarray(arr))
     pieces = np.array(rows, dtype=np.int64).reshape(-1, 5)
-    return {"pieces": pieces, "w": np.asarray(w), "m": np.asarray(m), "v": np.asarray(v)}
+    return {"pieces": pieces, **{name: np.concatenate(arrs) for name, arrs in values.items()}}
 
 
 def _meta(step, seed, ranks, run_layout, config, adam, files) -> dict:

@@ -28,9 +28,15 @@ so the all-to-alls run among the ranks of the same index, each carrying that ran
 (:mod:`distlib.train.experts`: ``w1``, ``b1`` by columns, ``w2`` by rows): a rank holds ``1 / (ep tp)`` of the
 experts' state, but for their ``b2``, whole on every tensor-parallel rank.
 
+Checkpoints (:mod:`distlib.train.checkpoint`) name every range by the whole model: in a block's unit (as the
+tensor-parallel rank cuts it) the non-expert tensors come first, then the experts one after another, so the
+non-expert part is the unit's first values and this rank's experts a range after them
+(:meth:`ExpertLayout.saved_parts`); a checkpoint written at one ``ep`` is read back whole and resumed at any
+other layout, and one written without experts split resumed with them split.
+
 Not supported with ``ep`` above 1 (refused in one line, :meth:`distlib.layout.Layout.problem` and the
 launcher): microbatches above 1 (the step would accumulate a unit's gradient in one flat buffer, and here it
-is two), ``--overlap`` and checkpoints (written in the whole model's coordinates; here the experts are cut).
+is two) and ``--overlap``.
 """
 
 from __future__ import annotations
@@ -45,20 +51,15 @@ from .model import UnitSpec
 __all__ = ["ExpertParallel", "JoinedSpec", "ExpertLayout", "expert_layout", "moe_exchange", "ep_run_problem"]
 
 
-def ep_run_problem(layout, *, overlap: bool, checkpointing: bool) -> str | None:
+def ep_run_problem(layout, *, overlap: bool) -> str | None:
     """What a run with ``ep`` above 1 does not do yet, as one line naming the flag; ``None`` if nothing.
 
     >>> from distlib.layout import Layout
-    >>> print(ep_run_problem(Layout(dp=2, ep=2), overlap=False, checkpointing=True))
-    --checkpoint-dir with --ep 2: checkpoints are written in the whole model's coordinates and the experts here are cut over the ep ranks; use --ep 1
+    >>> print(ep_run_problem(Layout(dp=2, ep=2), overlap=True))
+    --overlap with --ep 2: expert parallelism runs its collectives blocking; use --overlap none
     """
-    if layout.ep == 1:
-        return None
-    if overlap:
+    if layout.ep > 1 and overlap:
         return f"--overlap with --ep {layout.ep}: expert parallelism runs its collectives blocking; use --overlap none"
-    if checkpointing:
-        return (f"--checkpoint-dir with --ep {layout.ep}: checkpoints are written in the whole model's coordinates "
-                "and the experts here are cut over the ep ranks; use --ep 1")
     return None
 
 
@@ -152,11 +153,39 @@ class ExpertLayout:
 
     scales_accumulated = False
 
-    def __init__(self, dense, experts, specs, blocks: dict, ep: int):
+    def __init__(self, dense, experts, specs, blocks: dict, ep: int, shifts=None):
         self.dense, self.experts, self.specs, self.blocks, self.ep = dense, experts, specs, blocks, ep
         self.parts = (dense, experts)
         self.sizes = [spec.size for spec in specs]
+        self.shifts = shifts or {}  # block k: (its unit's size, where this rank's experts start in it)
         self._grads = {}
+
+    # -- checkpoints (distlib.train.checkpoint): each part's ranges in the units' coordinates -----------------
+
+    def saved_parts(self) -> list:
+        """``[(part, units, shifts)]``: each part's layout, which of this rank's units (by position) each of the
+        part's units is, and where in that unit (as the tensor-parallel rank cuts it, every expert) it starts:
+        the non-expert part at 0, the experts after the non-expert tensors and the experts of lower ep ranks."""
+        order = sorted(self.blocks, key=self.blocks.get)
+        return [(self.dense, list(range(len(self.specs))), [0] * len(self.specs)),
+                (self.experts, order, [self.shifts[k][1] for k in order])]
+
+    def load_state(self, weights, m, v) -> None:
+        """Take a checkpoint's state: ``weights``, ``m``, ``v`` over this rank's units end to end, each unit as
+        its tensor-parallel rank cuts it with every expert; each part takes its own ranges."""
+        dense, experts, at = [], [], 0
+        for k, spec in enumerate(self.specs):  # the blocks in order: the experts part's units in order too
+            if k not in self.blocks:
+                dense.append((at, at + spec.size))
+                at += spec.size
+                continue
+            whole, start = self.shifts[k]
+            dense.append((at, at + spec.parts[0].size))
+            experts.append((at + start, at + start + spec.parts[1].size))
+            at += whole
+        pick = lambda arr, ranges: np.concatenate([arr[a:b] for a, b in ranges])  # noqa: E731
+        self.dense.load_state(*(pick(arr, dense) for arr in (weights, m, v)))
+        self.experts.load_state(*(pick(arr, experts) for arr in (weights, m, v)))
 
     def begin_step(self, order) -> None:
         self.dense.begin_step(order)
@@ -210,15 +239,25 @@ def expert_layout(zero: int, specs, units, *, config, ep_rank: int, ep: int, com
     True
     """
     count = config.experts // ep
-    dense_specs, dense_units, expert_specs, expert_units, joined, blocks = [], [], [], [], [], {}
+    dense_specs, dense_units, expert_specs, expert_units, joined, blocks, shifts = [], [], [], [], [], {}, {}
     for k, (spec, flat) in enumerate(zip(specs, units)):
         if not spec.name.startswith("block"):
             dense_specs.append(spec), dense_units.append(flat), joined.append(spec)
             continue
         dense, d, local, e = _split_block(spec, flat, config.experts, ep_rank * count, count)
+        shifts[k] = (spec.size, _experts_start(spec, dense, ep_rank * count))
         blocks[k] = len(expert_specs)
         dense_specs.append(dense), dense_units.append(d), expert_specs.append(local), expert_units.append(e)
         joined.append(JoinedSpec(dense, local))
     dense = make_layout(zero, dense_specs, dense_units, comm, adam=adam, ledger=ledger, **overlap)
     experts = make_layout(zero, expert_specs, expert_units, expert_comm, adam=adam, ledger=ledger)
-    return ExpertLayout(dense, experts, joined, blocks, ep)
+    return ExpertLayout(dense, experts, joined, blocks, ep, shifts)
+
+
+def _experts_start(spec: UnitSpec, dense: UnitSpec, first: int) -> int:
+    """Where expert ``first``'s tensors start in the block ``spec``, whose non-expert tensors ``dense`` come first
+    (:func:`distlib.train.model.unit_specs`' order: checked, a checkpoint's ranges rely on it)."""
+    offsets = spec.offsets()
+    if offsets[expert_names(0)[0]][0] != dense.size:
+        raise ValueError(f"{spec.name}: the experts' tensors must follow every non-expert one")
+    return offsets[expert_names(first)[0]][0]

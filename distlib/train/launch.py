@@ -127,8 +127,7 @@ def run_problem(layout: Layout | None = None, *, steps, seed, engine, timeout, r
         return f"{words} must be at most {max_ranks} ranks on this machine, got {lay.ranks}"
     problem = lay.problem(config) or _overlap_flags_problem(lay, overlap, bucket_mb, prefetch_depth)
     problem = problem or ep_run_problem(lay, overlap=bool(overlap_of(lay, overlap, bucket_mb=bucket_mb,
-                                                                     prefetch_depth=prefetch_depth).kinds),
-                                        checkpointing=checkpoint_dir is not None)  # fmt: skip
+                                                                     prefetch_depth=prefetch_depth).kinds))
     problem = problem or _checkpoint_problem(lay, config, steps=steps, checkpoint_dir=checkpoint_dir,
                                              checkpoint_every=checkpoint_every, resume=resume, kill_rank=kill_rank,
                                              kill_at_step=kill_at_step, checkpoint_async=checkpoint_async,

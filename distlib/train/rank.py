@@ -297,7 +297,7 @@ def _check(layout: Layout, config: Config, overlap: Overlap, checkpoint_dir) -> 
     """``ValueError`` with one line if the layout does not fit ``config``, or asks expert parallelism for what it
     does not do yet (:func:`~distlib.train.expert_parallel.ep_run_problem`)."""
     layout.check(config)
-    problem = ep_run_problem(layout, overlap=bool(overlap.kinds), checkpointing=checkpoint_dir is not None)
+    problem = ep_run_problem(layout, overlap=bool(overlap.kinds))
     if problem:
         raise ValueError(problem)
 
