@@ -127,6 +127,9 @@ CONTRACT = (
     "ring_attention", "causal_pairs", "work_imbalance", "ring_work", "ring_schedule", "ring_timeline",
     "ring_overlap_tokens", "ring_step_saving", "cp_comm", "cp_layer", "cp_activation_bytes_per_layer",
     "cp_positions", "cp_collectives", "published_layouts",
+    # chapter 15: expert parallelism
+    "moe_model", "route", "capacity", "balance_simulation", "router_logits", "dispatch_matrix", "moe_alltoall",
+    "alltoall_crossover_size", "alltoall_on_topology", "node_limited_route", "node_traffic",
     # chapter 16: when a node dies
     "expected_goodput", "optimal_interval", "simulate_failures",
 )
