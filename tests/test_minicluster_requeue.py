@@ -45,7 +45,7 @@ def _ranks_of(cluster: str) -> list:
 
 @pytest.mark.slow
 @needs_slurm
-@pytest.mark.parametrize("how", ["stop", "cut"])
+@pytest.mark.parametrize("how", ["cut"])  # "stop" (the node powered off) runs in chapter 16 at every book build
 def test_a_job_that_loses_a_node_is_requeued_and_ends_as_if_never_stopped(how):
     job = requeue_after_node_loss(Layout(dp=2, zero=1), steps=STEPS, seed=SEED, checkpoint_every=EVERY,
                                   take_at=TAKE_AT, how=how, timeout=300)  # fmt: skip
