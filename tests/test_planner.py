@@ -98,7 +98,7 @@ def test_the_breakdown_adds_up_to_the_step_and_utilization_is_flops_over_time(de
     dp, tp, pp = degrees
     r = dl.layout_step(SMALL, a100(1), global_batch=64, dp=dp, tp=tp, pp=pp, zero=zero, recompute=recompute,
                        sequence_parallel=sp, micro_batch=b)
-    assert tuple(r.breakdown) == dl.BREAKDOWN_TERMS
+    assert tuple(r.breakdown) == tuple(t for t in dl.BREAKDOWN_TERMS if t != "ep_comm")  # dense: no all-to-all
     assert sum(r.breakdown.values()) == pytest.approx(r.step_time)
     assert all(v >= 0 for v in r.breakdown.values())
     peak = 8 * dl.accelerator("A100").bf16_flops

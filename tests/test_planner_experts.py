@@ -103,9 +103,9 @@ def test_full_recomputation_runs_the_forward_all_to_alls_again():
         1.5 * _step(m, 8).breakdown["ep_comm"])
 
 
-def test_no_expert_parallelism_no_all_to_all_and_a_dense_step_has_a_zero_term():
+def test_no_expert_parallelism_no_all_to_all_and_a_dense_step_has_no_such_term():
     assert _step(_moe(32, 4), 1).breakdown["ep_comm"] == 0.0
-    assert _step(dl.transformer(4, 256, 8, seq=256, vocab=1000), 1).breakdown["ep_comm"] == 0.0
+    assert "ep_comm" not in _step(dl.transformer(4, 256, 8, seq=256, vocab=1000), 1).breakdown
 
 
 def test_active_flops_set_the_compute_term():

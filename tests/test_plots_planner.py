@@ -31,8 +31,8 @@ def test_each_bar_is_its_layouts_named_seconds_end_to_end():
         for t in BREAKDOWN_TERMS:
             bar = pic.bars[i, t]
             assert bar.get_x() == pytest.approx(left / xmax)
-            assert bar.get_width() == pytest.approx(step.breakdown[t] / xmax)
-            left += step.breakdown[t]
+            assert bar.get_width() == pytest.approx(step.breakdown.get(t, 0.0) / xmax)
+            left += step.breakdown.get(t, 0.0)
         assert left == pytest.approx(step.step_time)
         assert pic.labels[i].get_text().startswith(f"{i + 1}. {short_layout(step)}\n")
     assert pic.note.get_text() == "" and "GPT-3 175B on 1024" in pic.title.get_text()
@@ -55,5 +55,7 @@ def test_an_update_moves_the_same_artists_and_the_legend_names_every_term():
     count = (len(ax.patches), len(ax.texts), len(ax.lines))
     pic.update(planner_view("Megatron 1T", 64, 512))
     assert (len(ax.patches), len(ax.texts), len(ax.lines)) == count
-    legend = plot_term_legend(_ax())
+    legend = plot_term_legend(_ax())  # chapter 13's dense models: no experts' all-to-all
+    assert [t.get_text() for t in legend.get_texts()] == [TERM_LABELS[t] for t in BREAKDOWN_TERMS if t != "ep_comm"]
+    legend = plot_term_legend(_ax(), experts=True)
     assert [t.get_text() for t in legend.get_texts()] == [TERM_LABELS[t] for t in BREAKDOWN_TERMS]

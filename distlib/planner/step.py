@@ -521,6 +521,8 @@ def _memory(model: Transformer, cluster: GpuCluster, lay: _Plan, microbatches: i
 def _step(model: Transformer, cluster: GpuCluster, global_batch: int, lay: _Plan, c: PlannerConstants) -> LayoutStep:
     t = _terms(model, cluster, global_batch, lay)
     breakdown = _breakdown(t, c)
+    if not model.is_moe:  # a dense model has no all-to-all term (chapters 10-14 print their terms)
+        del breakdown["ep_comm"]
     step = sum(breakdown.values())
     tokens = global_batch * model.seq
     peak = cluster.p * cluster.accelerator.bf16_flops
@@ -909,7 +911,7 @@ def published_residuals(*, constants=None) -> tuple:
     for row in published_layouts():
         step = published_step(row, constants=constants)
         predicted = step.mfu if row.metric == "mfu" else step.hfu
-        term = max((t for t in BREAKDOWN_TERMS if t != "compute"), key=lambda t: step.breakdown[t])
+        term = max((t for t in BREAKDOWN_TERMS if t != "compute"), key=lambda t: step.breakdown.get(t, 0.0))
         out.append(Residual(row=row, step=step, predicted=predicted, error=predicted / row.printed - 1, term=term,
                             share=step.breakdown[term] / step.step_time, cause=residual_cause(row.id)))
     return tuple(sorted(out, key=lambda r: (published_model(r.row).params, r.row.id)))

@@ -95,7 +95,7 @@ class LayoutBars:
             left = 0.0
             for t in BREAKDOWN_TERMS:
                 bar = self.bars[i, t]
-                width = s.breakdown[t] if s else 0.0
+                width = s.breakdown.get(t, 0.0) if s else 0.0
                 bar.set_x(left / xmax)
                 bar.set_width(width / xmax)
                 left += width
@@ -128,10 +128,12 @@ class LayoutBars:
                 mark.set_data([], [])
 
 
-def plot_term_legend(ax, *, narrow: bool = False):
-    """The terms' colours as a legend filling ``ax`` (its frame off); returns the legend."""
+def plot_term_legend(ax, *, narrow: bool = False, experts: bool = False):
+    """The terms' colours as a legend filling ``ax`` (its frame off); returns the legend. The experts'
+    all-to-all is listed only with ``experts`` (a dense model has no such term)."""
     ax.axis("off")
-    handles = [Patch(color=TERM_COLORS[t], label=TERM_LABELS[t]) for t in BREAKDOWN_TERMS]
+    handles = [Patch(color=TERM_COLORS[t], label=TERM_LABELS[t]) for t in BREAKDOWN_TERMS
+               if experts or t != "ep_comm"]
     return ax.legend(handles=handles, loc="center", ncol=2 if narrow else 3, fontsize=11, frameon=False,
                      handlelength=1.2, columnspacing=0.9, handletextpad=0.4)
 
