@@ -6,8 +6,11 @@ experts split resumes at any other layout as if never stopped."""
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
+from conftest import needs_cluster
 
 from distlib.engines.comm import run_threads
 from distlib.layout import Layout
@@ -165,6 +168,32 @@ def test_expert_parallelism_on_real_ranks_equals_one_process(engine, layout, one
     assert result.tokens_per_expert == one.tokens_per_expert and result.dropped_tokens == [0] * STEPS
     threads = _run(layout, MOE)
     assert result.comm_bytes == [r.comm_bytes for r in threads]  # the same bytes on every engine
+
+
+ACROSS_NODES = [("gloo", Layout(dp=4, ep=4, zero=1)), ("gloo", Layout(dp=2, tp=2, ep=2)),
+                ("mpi", Layout(dp=2, pp=2, ep=2))]
+
+
+@pytest.mark.engines
+@pytest.mark.slow
+@needs_cluster
+@pytest.mark.parametrize("engine, layout", ACROSS_NODES, ids=[f"{e}-{lay.words()}" for e, lay in ACROSS_NODES])
+def test_expert_parallelism_across_two_nodes_equals_one_process_and_its_tokens_cross_the_link(engine, layout, one):
+    """Two mini-cluster nodes, the ranks placed in rank order: EP 4 over both nodes with ZeRO-1, TP inside a
+    node with EP across, and a pipeline stage a node; each equal to one process, and the link carries bytes."""
+    from distlib.engines import stray_processes
+    from distlib.minicluster import leftovers
+    from distlib.train.launch import train
+
+    if engine == "gloo":
+        pytest.importorskip("torch")
+    elif not _have_mpi():
+        pytest.skip("mpi4py / mpiexec not installed")
+    result = train(layout, steps=STEPS, seed=SEED, engine=engine, timeout=120, config=MOE, nodes=2, link_gbit=2.0)
+    assert stray_processes(result.run_id) == [] and leftovers(owner=os.getpid()) == []
+    assert max(_rel(a, b) for a, b in zip(result.losses, one.losses)) < 1e-9
+    assert _rel(result.param_checksum, one.checksum_part) < 1e-9
+    assert result.nodes == 2 and sum(result.link_bytes.values()) > 0, result.link_bytes
 
 
 @pytest.mark.engines
