@@ -127,10 +127,35 @@ def minicluster_support() -> str | None:
     if os.geteuid() != 0:
         return ("a mini cluster needs root (CAP_NET_ADMIN to make network namespaces and links, "
                 "CAP_SYS_ADMIN for the nodes' hostnames); this process runs as uid " f"{os.geteuid()}")  # fmt: skip
+    missing = _missing_capabilities()
+    if missing:
+        return (f"a mini cluster needs {' and '.join(missing)}, which this root process lacks (a container's root, "
+                "as in Colab, has no CAP_NET_ADMIN)")  # fmt: skip
     for tool in ("ip", "tc"):
         if shutil.which(tool) is None and not Path(f"/usr/sbin/{tool}").exists() and not Path(f"/sbin/{tool}").exists():
             return f"a mini cluster needs the `{tool}` command (Debian/Ubuntu: apt-get install iproute2)"
     return None
+
+
+#: The capabilities a mini cluster needs (capabilities(7) numbers): links and addresses, then namespaces.
+_CAPABILITIES = {"CAP_NET_ADMIN": 12, "CAP_SYS_ADMIN": 21}
+
+
+def _missing_capabilities(status: str | None = None) -> list:
+    """The capabilities of :data:`_CAPABILITIES` absent from this process's effective set (``CapEff`` of
+    ``/proc/self/status``, or of ``status``); ``[]`` where it cannot be read.
+
+    >>> _missing_capabilities("Name:\\tx\\nCapEff:\\t000001ffffffffff\\n")
+    []
+    >>> _missing_capabilities("CapEff:\\t00000000a80425fb\\n")   # Docker's default set: no NET_ADMIN, SYS_ADMIN
+    ['CAP_NET_ADMIN', 'CAP_SYS_ADMIN']
+    """
+    try:
+        text = Path("/proc/self/status").read_text() if status is None else status
+        eff = int(next(line.split()[1] for line in text.splitlines() if line.startswith("CapEff:")), 16)
+    except (OSError, StopIteration, ValueError, IndexError):
+        return []
+    return [name for name, bit in _CAPABILITIES.items() if not eff >> bit & 1]
 
 
 def _tool(name: str) -> str:
