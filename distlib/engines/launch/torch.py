@@ -283,7 +283,11 @@ def _torchrun_plan(module, n, args, timeout, env, cluster, prefix, stall, behind
             node_prefix = cluster.prefix(i)
         commands.append([
             *node_prefix, sys.executable, "-m", "torch.distributed.run", *where, f"--nproc-per-node={per_node}",
-            f"--max-restarts={max_restarts}", "--log-dir", str(workdir / f"node{i}"), "--redirects", "3", "-m", module, *map(str, args),
+            f"--max-restarts={max_restarts}", "--log-dir", str(workdir / f"node{i}"), "--redirects", "3",
+            # each rank through the book's rank entry point, as run_torch's: a rank that ends well leaves with
+            # os._exit after a barrier, not through the interpreter's finalization, where torch's threads
+            # aborted 4 of 8 torchrun runs of the DDP example on Colab's Python 3.12 with PyPI's torch
+            "-m", "distlib.engines._torch_worker", module, *map(str, args),
         ])  # fmt: skip
     what = f"torchrun of {module!r} on {n} ranks" + ("" if cluster is None else f" over {n_nodes} nodes")
 
