@@ -389,3 +389,57 @@ class PageVisit:
 
     def close(self):
         self.context.close()
+
+
+# --------------------------------------------------------------------------
+# Where the run's wall time went (printed at the end of every run with workers, so each CI log says it)
+# --------------------------------------------------------------------------
+
+_TIMELINE: dict = {}  # nodeid -> [worker, first start, last stop]
+
+
+def pytest_runtest_logreport(report):
+    """Each test's span on its worker, as the controller hears of it (setup, call and teardown together)."""
+    node = getattr(report, "node", None)
+    if node is None or not getattr(report, "start", None):
+        return
+    worker = node.gateway.id
+    span = _TIMELINE.setdefault(report.nodeid, [worker, report.start, report.stop])
+    span[1], span[2] = min(span[1], report.start), max(span[2], report.stop)
+
+
+def timeline_summary(spans: dict, t0: float, build_end: float | None, top: int = 8) -> list[str]:
+    """Lines saying where a run's wall time went: per worker its busy time, its idle time and when it ended; when
+    the book build ended; and the tests still running in the run's last tenth (the tail that sets its length)."""
+    if not spans:
+        return []
+    end = max(s[2] for s in spans.values())
+    lines = [f"wall {end - t0:.0f} s from the first test"]
+    if build_end is not None:
+        lines.append(f"book build ended at {build_end - t0:.0f} s")
+    for worker in sorted({s[0] for s in spans.values()}):
+        mine = [s for s in spans.values() if s[0] == worker]
+        busy = sum(s[2] - s[1] for s in mine)
+        last = max(s[2] for s in mine)
+        lines.append(f"{worker}: {len(mine)} tests, busy {busy:.0f} s, ended at {last - t0:.0f} s")
+    tail = sorted(((s[2] - s[1], nodeid, s) for nodeid, s in spans.items() if s[2] > end - (end - t0) / 10),
+                  reverse=True)[:top]
+    lines.append("running in the last tenth:")
+    lines += [f"  {d:6.0f} s  {s[1] - t0:5.0f}-{s[2] - t0:5.0f}  {s[0]}  {nodeid}" for d, nodeid, s in tail]
+    return lines
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    if _is_worker(config) or not _TIMELINE:
+        return
+    t0 = min(s[1] for s in _TIMELINE.values())
+    build_end = None
+    if BUILD_DIR_VAR in os.environ and (_build_dir() / "rc").exists():
+        build_end = (_build_dir() / "rc").stat().st_mtime
+    terminalreporter.write_sep("=", "where the time went")
+    for line in timeline_summary(_TIMELINE, t0, build_end):
+        terminalreporter.write_line(line)
+    dump = os.environ.get("DISTBOOK_TIMELINE")  # every test's span, tab-separated, for a closer look
+    if dump:
+        Path(dump).write_text("".join(f"{s[0]}\t{s[1] - t0:.1f}\t{s[2] - t0:.1f}\t{nodeid}\n"
+                                      for nodeid, s in sorted(_TIMELINE.items(), key=lambda kv: kv[1][1])))
