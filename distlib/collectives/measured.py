@@ -22,8 +22,10 @@ class Timing:
 
     ``seconds`` is the median over the timed samples; ``algbw``/``busbw`` in
     bytes/s (``None`` when the time is 0); ``wrong`` elements off the exact
-    sum (``None`` when not checked); ``ratio`` the time over the built-in's;
-    ``choice`` what ``auto`` picked.
+    sum (``None`` when not checked); ``ratio`` the time over the built-in's,
+    sample by sample (the median of the ratios of samples that ran back to
+    back); ``choice`` what ``auto`` picked; ``samples`` the seconds per call
+    of each timed sample, in the order they ran.
     """
 
     seconds: float
@@ -33,6 +35,10 @@ class Timing:
     batch: int = 1
     ratio: float | None = None
     choice: str | None = None
+    samples: tuple = ()
+
+    def __post_init__(self):
+        object.__setattr__(self, "samples", tuple(self.samples))  # a tuple, also when read back from JSON's list
 
 
 @dataclass(frozen=True)
