@@ -19,8 +19,15 @@
 #   PYTHONS="python3.12 python3.13"   interpreters on this machine, each
 #                                     3.11 or later (default: .venv's Python)
 # and its README lists which, each one checked by a dry-run install from
-# wheels/ alone. For a room of mixed laptops, run this on one machine of each
-# kind and copy their wheels/ folders into one: pip picks each laptop's own.
+# wheels/ alone. For a room of mixed laptops, name the others:
+#   LAPTOPS="macos-arm64 windows-x86_64 linux-aarch64"   (tools/room_laptops.py
+#                                     lists the kinds)
+# and their wheels are resolved for their platform by uv (which reads the
+# markers for the target, not for this machine), downloaded from PyPI into
+# wheels/, and checked by resolving again from wheels/ alone; the README says
+# which laptops are served and, for the others, why not (a package with no
+# wheel there). Or run this on one machine of each kind and copy their
+# wheels/ folders into one: pip picks each laptop's own.
 # On Linux x86_64, PyPI's torch wheel for any Python but this machine's local
 # one carries CUDA (gigabytes); PyTorch's own index has CPU-only ones
 # (PIP_EXTRA_INDEX_URL=https://download.pytorch.org/whl/cpu).
@@ -90,6 +97,16 @@ for interp in "${pythons[@]}"; do
   fi
 done
 rm -rf "$OUT/.dry-run" "$OUT/.check.log"
+# Other laptops' wheels (LAPTOPS), for the same Pythons, each kind checked as above but for its own platform.
+laptops=""
+if [ -n "${LAPTOPS:-}" ]; then
+  pyargs=()
+  for interp in "${pythons[@]}"; do
+    pyargs+=(--python "$("$interp" -c 'import sys; print("%d.%d" % sys.version_info[:2])')")
+  done
+  laptops=$($py tools/room_laptops.py --wheels "$OUT/wheels" --requirements "$OUT/requirements.txt" \
+    --constraints constraints.txt "${pyargs[@]}" --laptops "$LAPTOPS")
+fi
 
 # What the wheels carry for PyTorch: its wheel(s), their size, whether a CUDA
 # build came with them (nvidia-* wheels), and the chapters whose code runs it
@@ -147,6 +164,19 @@ cat <<EOF
 (Checked: for each Python above, \`pip install --dry-run --no-index
 --find-links wheels -r requirements.txt\` resolved every package from this
 folder alone.)
+EOF
+if [ -n "$laptops" ]; then
+cat <<EOF
+
+Other laptops, their wheels resolved for their own platform (uv, reading each
+package's markers for that platform) and checked by resolving every package
+again from this folder alone (\`tools/room_laptops.py\`; no such laptop ran
+them here):
+
+$laptops
+EOF
+fi
+cat <<EOF
 
 ## What the wheels carry
 

@@ -5,7 +5,8 @@ bundle's wheels alone (pip cut off from every index), the room gets none of
 the project's build and test tooling, and the reader notebooks of a Part IV and
 a Part V chapter then run with the network gone (a network namespace with only loopback, as
 root). The kit carries PyTorch's CPU build, and its README says so, with the
-wheel's size and the chapters that use it.
+wheel's size and the chapters that use it. Other laptops' wheels
+(``LAPTOPS``, tools/room_laptops.py) are resolved for their own platform.
 """
 
 from __future__ import annotations
@@ -139,3 +140,52 @@ def test_one_command_installs_the_room_and_a_part_iv_and_a_part_v_chapter_run_of
         first = next(c for c in ran["cells"] if c["cell_type"] == "code")
         setup = "".join(o.get("text", "") for o in first.get("outputs", []) if o.get("output_type") == "stream")
         assert "pip install" not in setup, f"{chapter}: the library came from the bundle, so the set-up cell installs nothing"
+
+
+def _pypi_reachable() -> bool:
+    import socket
+
+    try:
+        socket.create_connection(("pypi.org", 443), timeout=10).close()
+        return True
+    except OSError:
+        return False
+
+
+def test_other_laptops_get_wheels_resolved_for_their_own_platform(tmp_path):
+    """tools/room_laptops.py (LAPTOPS in scripts/bundle.sh) on two packages that tell platforms apart: terminado
+    needs pywinpty on Windows and ptyprocess elsewhere (markers pip would read for this Linux machine), psutil is
+    compiled per platform. Windows and Apple laptops each get their own, checked from the folder alone; a package
+    with no wheel for a laptop leaves it unserved, named with the reason; bad input is named."""
+    if not _pypi_reachable():
+        pytest.skip("pypi.org cannot be reached from here (the script resolves and downloads from PyPI)")
+    wheels = tmp_path / "wheels"
+    wheels.mkdir()
+    req = tmp_path / "requirements.txt"
+    req.write_text("terminado==0.18.1\npsutil==7.2.2\n")
+    tool = [sys.executable, str(ROOT / "tools" / "room_laptops.py"), "--wheels", str(wheels)]
+    done = subprocess.run([*tool, "--requirements", str(req), "--python", "3.12",
+                           "--laptops", "windows-x86_64 macos-arm64"], capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+    said = done.stdout.splitlines()
+    assert said == ["- Python 3.12 on Windows on x86_64 (resolved from `wheels/` alone for that platform)",
+                    "- Python 3.12 on macOS 14 or later on Apple silicon (arm64) (resolved from `wheels/` alone for "
+                    "that platform)"], said
+    names = sorted(p.name for p in wheels.glob("*.whl"))
+    assert any(n.startswith("pywinpty-") and n.endswith("win_amd64.whl") for n in names), names
+    assert any(n.startswith("ptyprocess-") for n in names), names  # the Apple laptop's, through its marker
+    assert any(n.startswith("psutil-") and "win_amd64" in n for n in names), names
+    assert any(n.startswith("psutil-") and "macosx" in n and "arm64" in n for n in names), names
+    assert not any("linux" in n for n in names), names  # only the laptops named
+    # no wheel of mpich for Windows: that laptop is not served, and the line says why
+    (tmp_path / "mpi.txt").write_text("mpich==5.0.2\n")
+    done = subprocess.run([*tool, "--requirements", str(tmp_path / "mpi.txt"), "--python", "3.12",
+                           "--laptops", "windows-x86_64"], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.startswith("- not served: Python 3.12 on Windows on x86_64: ") and "mpich" in done.stdout \
+        and "win_amd64" in done.stdout, done.stdout
+    assert not list(wheels.glob("mpich-*")), "nothing is downloaded for a laptop that cannot be served"
+    for args, name, allowed in ((["--python", "3.12", "--laptops", "windows"], "--laptops", "windows-x86_64"),
+                                (["--python", "3.9", "--laptops", "windows-x86_64"], "--python", "3.11")):
+        bad = subprocess.run([*tool, "--requirements", str(req), *args], capture_output=True, text=True, timeout=60)
+        assert bad.returncode == 2 and name in bad.stderr and allowed in bad.stderr, bad.stderr
