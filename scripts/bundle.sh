@@ -20,8 +20,9 @@
 #                                     3.11 or later (default: .venv's Python)
 # and its README lists which, each one checked by a dry-run install from
 # wheels/ alone. For a room of mixed laptops, name the others:
-#   LAPTOPS="macos-arm64 windows-x86_64 linux-aarch64"   (tools/room_laptops.py
-#                                     lists the kinds)
+#   LAPTOPS="macos-arm64 windows-x86_64"   (tools/room_laptops.py lists the
+#                                     kinds; a Linux kind gets PyPI's torch,
+#                                     the CUDA build, gigabytes of nvidia-*)
 # and their wheels are resolved for their platform by uv (which reads the
 # markers for the target, not for this machine), downloaded from PyPI into
 # wheels/, and checked by resolving again from wheels/ alone; the README says

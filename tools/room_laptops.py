@@ -43,6 +43,7 @@ from pathlib import Path
 #: Laptop kinds: (what the README calls it, uv's --python-platform, pip's --platform tag, macOS it needs).
 #: pip widens a tag to the older ones it accepts (macosx_14_0 takes 11_0 and universal2 wheels, manylinux_2_28
 #: takes manylinux2014); torch 2.13's Apple wheels are built for macOS 14, so the Apple kinds mean 14 or later.
+#: For a Linux kind PyPI's torch is the CUDA build: its nvidia-* wheels come too (gigabytes).
 LAPTOPS = {
     "macos-arm64": ("macOS 14 or later on Apple silicon (arm64)", "aarch64-apple-darwin", "macosx_14_0_arm64", "14.0"),
     "macos-x86_64": ("macOS 14 or later on Intel (x86_64)", "x86_64-apple-darwin", "macosx_14_0_x86_64", "14.0"),
