@@ -409,7 +409,7 @@ def pytest_runtest_logreport(report):
 
 
 def timeline_summary(spans: dict, t0: float, build_end: float | None, top: int = 8) -> list[str]:
-    """Lines saying where a run's wall time went: per worker its busy time, its idle time and when it ended; when
+    """Lines saying where a run's wall time went: per worker its tests, its busy time and when it ended; when
     the book build ended; and the tests still running in the run's last tenth (the tail that sets its length)."""
     if not spans:
         return []
