@@ -53,6 +53,19 @@ needs_cluster = pytest.mark.skipif(_cluster_reason() is not None, reason=f"mini 
 """Skip a test where a mini cluster cannot be made here (not root, no network namespaces, or turned off)."""
 
 
+def copy_worktree(dest: Path, *paths: str) -> Path:
+    """This working tree as it is now (tracked and new files, not ignored ones) copied into ``dest``; only those
+    under ``paths`` when given. Returns ``dest``."""
+    files = subprocess.run(["git", "-C", str(ROOT), "ls-files", "-co", "--exclude-standard", "-z", "--", *paths],
+                           capture_output=True, check=True).stdout.decode().split("\0")
+    for name in filter(None, files):
+        src = ROOT / name
+        if src.is_file():
+            (dest / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, dest / name)
+    return dest
+
+
 def toc_chapters() -> list[str]:
     """Chapter pages in book order, read from _toc.yml (e.g. "notebooks/01_ring").
 

@@ -33,7 +33,7 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
-from conftest import ROOT, toc_chapters
+from conftest import ROOT, copy_worktree, toc_chapters
 
 pytestmark = [pytest.mark.colab, pytest.mark.slow]
 #: roughly what these tests cost on CI's machine (a chapter in the Colab stand-in, each): tests/conftest.py starts the longest first
@@ -62,13 +62,7 @@ for _k in range({n}):
 
 def snapshot_repo(dest: Path) -> str:
     """A git repository holding this working tree as it is now (tracked and new files); its commit."""
-    files = subprocess.run(["git", "-C", str(ROOT), "ls-files", "-co", "--exclude-standard", "-z"],
-                           capture_output=True, check=True).stdout.decode().split("\0")
-    for name in filter(None, files):
-        src = ROOT / name
-        if src.is_file():
-            (dest / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(src, dest / name)
+    copy_worktree(dest)
     git = ["git", "-C", str(dest), "-c", "user.name=test", "-c", "user.email=test@localhost"]
     subprocess.run(["git", "init", "-q", str(dest)], check=True)
     subprocess.run([*git, "add", "-A"], check=True)

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from conftest import ROOT, copy_worktree
 
 #: The model layer's tests: no torch, no MPI, no browser (they need only the library and its `widgets` extra).
 MODEL_TESTS = ["test_ring.py", "test_collectives.py", "test_topology.py", "test_walls.py", "test_roofline.py",
@@ -62,14 +62,7 @@ def _wheel(tmp_path) -> Path:
     older copy of the same version). Built from a copy of what the wheel is made of (the checkout's tracked
     and new files): setuptools builds in the source's own build/ folder, and two builds of one tree at once
     (both Pythons' tests side by side) broke each other's."""
-    src = tmp_path / "src"
-    files = subprocess.run(["git", "-C", str(ROOT), "ls-files", "-co", "--exclude-standard", "-z", "--",
-                            "distlib", "pyproject.toml", "README.md", "LICENSE"], capture_output=True,
-                           check=True).stdout.decode().split("\0")
-    for name in filter(None, files):
-        if (ROOT / name).is_file():
-            (src / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(ROOT / name, src / name)
+    src = copy_worktree(tmp_path / "src", "distlib", "pyproject.toml", "README.md", "LICENSE")
     out = tmp_path / "wheel"
     build = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--wheel-dir", str(out),
                             str(src)], capture_output=True, text=True, timeout=600, cwd=tmp_path)

@@ -17,8 +17,6 @@ import os
 import sys
 import time
 
-import numpy as np
-
 from ..collectives.measured import BenchResult, BenchRow, Timing
 
 __all__ = ["ALGORITHM_NAMES", "ALLTOALL_ALGORITHM_NAMES", "BENCH_COLLECTIVES", "DEFAULT_ALGORITHMS", "DTYPE_NAMES", "BadInput", "parse_size", "sizes", "run_sweep", "format_table"]
@@ -165,7 +163,7 @@ def run_sweep(comm, *, algorithms=None, dtype="float32", min_bytes=8, max_bytes=
         ``(p - 1)/p``.
     """
     from distlib.collectives import canonical_collective
-    from distlib.engines.timing import compare_allreduce
+    from distlib.engines.timing import compare_allreduce, paired_ratio
     from distlib.engines.tuner import calibrate, set_calibration
 
     collective = canonical_collective(collective)
@@ -201,7 +199,7 @@ def run_sweep(comm, *, algorithms=None, dtype="float32", min_bytes=8, max_bytes=
                 busbw=_busbw(count * itemsize, comm.size, timing.seconds, collective),
                 wrong=timing.wrong if check else None,
                 batch=timing.batch,
-                ratio=_paired_ratio(timing.samples, timings["builtin"].samples) if name != "builtin" else None,
+                ratio=paired_ratio(timing.samples, timings["builtin"].samples) if name != "builtin" else None,
                 choice=(calibration.choose(count * itemsize) if calibration else "ring") if name == "auto" else None,
                 samples=tuple(float(x) for x in timing.samples),
             )
@@ -314,22 +312,6 @@ def _reference_bandwidth(comm) -> float:
         torch.cuda.synchronize(comm.device)
         times.append(time.perf_counter() - t0)
     return src.numel() * src.element_size() / sorted(times)[len(times) // 2]
-
-
-def _paired_ratio(mine, builtin):
-    """An algorithm's time over the built-in's: the median, sample by sample, of the two's ratio.
-
-    Sample ``k`` ran every algorithm back to back (:func:`distlib.engines.timing.compare_allreduce`), so a busy
-    moment on a shared machine slows both alike and cancels in the ratio; a ratio of the two medians, taken
-    from different samples, would not cancel it.
-
-    >>> _paired_ratio([2.0, 4.0, 3.0], [1.0, 4.0, 2.0])
-    1.5
-    """
-    mine, builtin = np.asarray(mine, float), np.asarray(builtin, float)
-    if len(mine) != len(builtin) or not len(mine) or not np.all(builtin > 0):
-        return None
-    return float(np.median(mine / builtin))
 
 
 def _busbw(n_bytes, p, seconds, collective="allreduce"):

@@ -26,7 +26,7 @@ from .comm import Comm
 from .progress import note
 
 __all__ = ["memcpy_bandwidth", "AllreduceTiming", "time_allreduce", "compare_allreduce", "pattern", "expected_sum", "count_wrong", "DTYPES",
-           "AlltoallTiming", "expected_alltoall", "compare_alltoall"]
+           "AlltoallTiming", "expected_alltoall", "compare_alltoall", "paired_ratio"]
 
 DTYPES = ("float32", "float64", "int32")
 
@@ -280,6 +280,23 @@ def _batch_sizes(comm, buf, algorithms, doing, *, warmup, min_sample) -> dict:
         estimate = comm.wtime() - t0
         batch[name] = int(comm.bcast_object(int(min(1000, max(1, math.ceil(min_sample / max(estimate, 1e-7)))))))
     return batch
+
+
+def paired_ratio(mine, reference) -> float | None:
+    """One algorithm's time over another's, sample by sample: the median of the ratios of their samples.
+
+    Sample ``k`` of :func:`compare_allreduce` (or :func:`compare_alltoall`) ran every algorithm back to back,
+    so a busy moment on a shared machine slows both alike and cancels in the ratio; a ratio of the two
+    medians, taken from different samples, would not cancel it. ``None`` when the samples do not pair (other
+    counts, none, or a reference time that is not positive).
+
+    >>> paired_ratio([2.0, 4.0, 3.0], [1.0, 4.0, 2.0])
+    1.5
+    """
+    mine, reference = np.asarray(mine, float), np.asarray(reference, float)
+    if len(mine) != len(reference) or not len(mine) or not np.all(reference > 0):
+        return None
+    return float(np.median(mine / reference))
 
 
 def _interleaved_samples(comm, buf, algorithms, doing, batch, *, iters) -> np.ndarray:

@@ -324,17 +324,15 @@ def calibrate(
 
 
 def _paired_seconds(timings: dict, algorithm: str, reference: str) -> float:
-    """``algorithm``'s time at one size, as the median of its ratios to ``reference`` sample by sample.
+    """``algorithm``'s time at one size, as its :func:`~distlib.engines.timing.paired_ratio` to ``reference``
+    (sample by sample, so a busy moment shared by a sample cancels) scaled by the reference's median, so it
+    still reads as seconds."""
+    from .timing import paired_ratio
 
-    Sample ``k`` ran every candidate back to back, so a busy moment on a
-    shared machine slows the whole sample; the ratio within a sample cancels
-    it, where a ratio of two medians (each from other samples) would not.
-    Scaled by the reference's median, so it still reads as seconds.
-    """
-    mine, ref = np.asarray(timings[algorithm].samples, float), np.asarray(timings[reference].samples, float)
-    if algorithm == reference or not (np.all(ref > 0) and len(mine) == len(ref)):
+    ratio = None if algorithm == reference else paired_ratio(timings[algorithm].samples, timings[reference].samples)
+    if ratio is None:
         return float(timings[algorithm].seconds)
-    return float(np.median(mine / ref) * timings[reference].seconds)
+    return ratio * timings[reference].seconds
 
 
 def _has_builtin(comm) -> bool:
